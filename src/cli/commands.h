@@ -1,0 +1,20 @@
+// The `ember` command line: each file registers one group of subcommands on the CLI11 app.
+// Commands only parse flags and call into the libraries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ember::cli {
+
+// A command's action, run after parsing succeeds; returns the process exit status.
+using Action = std::function<int()>;
+
+void add_data_commands(CLI::App& app, Action& action);
+void add_bench_commands(CLI::App& app, Action& action);
+void add_demo_command(CLI::App& app, Action& action);
+
+// Prints the schema, row-group layout and the first `head` rows of a Parquet file (text).
+void print_parquet_summary(const std::string& path, int64_t head, const std::vector<std::string>& columns);
+
+}  // namespace ember::cli

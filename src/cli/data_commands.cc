@@ -1,0 +1,101 @@
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "ember/io/json.h"
+#include "ember/io/parquet/reader.h"
+
+namespace ember::cli {
+
+namespace {
+
+std::string human_bytes(int64_t n) {
+  char buf[32];
+  if (n >= (int64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(n) / double(1 << 20));
+  else if (n >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", double(n) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(n));
+  return buf;
+}
+
+void print_rows_json(const io::parquet::FileReader& f, int64_t head, const std::vector<std::string>& columns) {
+  // one row group at a time, so memory stays bounded by the largest row group
+  int64_t printed = 0;
+  std::string line;
+  for (int g = 0; g < f.num_row_groups() && (head < 0 || printed < head); ++g) {
+    io::Table t = f.read_row_group(g, columns);
+    for (int64_t r = 0; r < t.num_rows() && (head < 0 || printed < head); ++r, ++printed) {
+      line = io::row_json(t, r);
+      line.push_back('\n');
+      std::fwrite(line.data(), 1, line.size(), stdout);
+    }
+  }
+}
+
+}  // namespace
+
+void print_parquet_summary(const std::string& path, int64_t head, const std::vector<std::string>& columns) {
+  auto f = io::parquet::FileReader::open(path);
+  const auto& m = f->metadata();
+  std::printf("%s\n  %lld rows in %d row groups, written by %s\n", path.c_str(),
+              static_cast<long long>(f->num_rows()), f->num_row_groups(),
+              m.created_by.empty() ? "(unknown)" : m.created_by.c_str());
+  std::printf("schema:\n");
+  for (const io::Column& c : f->empty_table(columns).columns)
+    std::printf("  %s: %s\n", c.name.c_str(), io::type_string(c).c_str());
+  std::printf("row groups:\n");
+  for (int g = 0; g < f->num_row_groups(); ++g) {
+    const auto& rg = m.row_groups[size_t(g)];
+    int64_t compressed = 0;
+    std::string codecs, encodings;
+    for (const auto& cc : rg.columns) {
+      compressed += cc.meta_data.total_compressed_size;
+      std::string codec = io::parquet::codec_name(cc.meta_data.codec);
+      if (codecs.find(codec) == std::string::npos) codecs += (codecs.empty() ? "" : ",") + codec;
+      for (auto e : cc.meta_data.encodings) {
+        std::string en = io::parquet::encoding_name(e);
+        if (("," + encodings + ",").find("," + en + ",") == std::string::npos) encodings += (encodings.empty() ? "" : ",") + en;
+      }
+    }
+    std::printf("  #%d: rows %lld..%lld (%lld rows), %s compressed, %s, %s\n", g,
+                static_cast<long long>(f->row_group_start(g)),
+                static_cast<long long>(f->row_group_start(g) + rg.num_rows - 1), static_cast<long long>(rg.num_rows),
+                human_bytes(compressed).c_str(), codecs.c_str(), encodings.c_str());
+  }
+  if (head != 0) {
+    std::printf("rows:\n");
+    std::fflush(stdout);
+    print_rows_json(*f, head, columns);
+  }
+}
+
+void add_data_commands(CLI::App& app, Action& action) {
+  CLI::App* data = app.add_subcommand("data", "inspect and convert datasets");
+  data->require_subcommand(1);
+
+  struct ParquetArgs {
+    std::string file;
+    bool json = false;
+    int64_t head = -1;
+    std::vector<std::string> columns;
+  };
+  auto args = std::make_shared<ParquetArgs>();
+  CLI::App* pq = data->add_subcommand("parquet", "print a Parquet file's schema, row groups and rows");
+  pq->add_option("FILE", args->file, "Parquet file")->required();
+  pq->add_flag("--json", args->json, "print only the rows, one JSON object per line");
+  pq->add_option("--head", args->head, "print only the first N rows (default: all with --json, 10 otherwise)")
+      ->check(CLI::NonNegativeNumber);
+  pq->add_option("--columns", args->columns, "comma-separated columns to print (default: all)")->delimiter(',');
+  pq->callback([args, &action] {
+    action = [args] {
+      if (args->json) {
+        auto f = io::parquet::FileReader::open(args->file);
+        print_rows_json(*f, args->head, args->columns);
+      } else {
+        print_parquet_summary(args->file, args->head < 0 ? 10 : args->head, args->columns);
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace ember::cli

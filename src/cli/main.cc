@@ -1,0 +1,40 @@
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "ember/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: native training platform for robot vision-language-action policies"};
+  app.set_version_flag("--version", std::string("ember 0.1.0 (") + EMBER_GIT_COMMIT + ")");
+  app.require_subcommand(1);
+  ember::cli::Action action;
+  ember::cli::add_data_commands(app, action);
+  ember::cli::add_bench_commands(app, action);
+  ember::cli::add_demo_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ember: error: " << e.what() << " (see ember --help)\n";
+    return 2;
+  }
+  try {
+    return action ? action() : 0;
+  } catch (const ember::Error& e) {
+    std::cout.flush();
+    std::cerr << "ember: error: " << e.what() << "\n";
+    return e.is_user_error() ? 2 : 70;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ember: error: out of memory\n";
+    return 70;
+  } catch (const std::exception& e) {
+    std::cerr << "ember: internal error: " << e.what() << "\n";
+    return 70;
+  }
+}

@@ -1,0 +1,152 @@
+#include "ember/core/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ember/core/error.h"
+
+namespace ember {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+class FileSource final : public Source {
+ public:
+  FileSource(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~FileSource() override { ::close(fd_); }
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return path_; }
+  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    if (offset > size_ || n > size_ - offset) {
+      fail_corrupt(path_ + ": read of " + std::to_string(n) + " bytes at offset " +
+                   std::to_string(offset) + " runs past the end of the file (" +
+                   std::to_string(size_) + " bytes)");
+    }
+    while (n > 0) {
+      ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        fail(ErrorKind::kIO, path_ + ": read failed: " + errno_text());
+      }
+      if (got == 0) fail(ErrorKind::kIO, path_ + ": file shrank while reading");
+      out += got;
+      offset += static_cast<uint64_t>(got);
+      n -= static_cast<uint64_t>(got);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+  uint64_t size_;
+};
+
+class MemorySource final : public Source {
+ public:
+  MemorySource(std::vector<uint8_t> bytes, std::string name)
+      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  uint64_t size() const override { return bytes_.size(); }
+  const std::string& name() const override { return name_; }
+  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    if (offset > bytes_.size() || n > bytes_.size() - offset) {
+      fail_corrupt(name_ + ": read of " + std::to_string(n) + " bytes at offset " +
+                   std::to_string(offset) + " runs past the end (" +
+                   std::to_string(bytes_.size()) + " bytes)");
+    }
+    if (n > 0) std::memcpy(out, bytes_.data() + offset, n);
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> Source::read(uint64_t offset, uint64_t n) const {
+  if (offset > size() || n > size() - offset) {
+    fail_corrupt(name() + ": read of " + std::to_string(n) + " bytes at offset " +
+                 std::to_string(offset) + " runs past the end (" + std::to_string(size()) +
+                 " bytes)");
+  }
+  std::vector<uint8_t> out(n);
+  read_at(offset, n, out.data());
+  return out;
+}
+
+std::unique_ptr<Source> open_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) fail(ErrorKind::kNotFound, path + ": no such file");
+    fail(ErrorKind::kIO, path + ": cannot open: " + errno_text());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    fail(ErrorKind::kIO, path + ": cannot stat: " + errno_text());
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail(ErrorKind::kInvalidArgument, path + ": is a directory, expected a file");
+  }
+  return std::make_unique<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
+}
+
+std::unique_ptr<Source> memory_source(std::vector<uint8_t> bytes, std::string name) {
+  return std::make_unique<MemorySource>(std::move(bytes), std::move(name));
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  auto src = open_file(path);
+  return src->read(0, src->size());
+}
+
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), tmp_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(ErrorKind::kIO, path_ + ": cannot create: " + errno_text());
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_path_.c_str());
+  }
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  if (fd_ < 0) fail(ErrorKind::kInternal, path_ + ": write after commit");
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t put = ::write(fd_, p, n);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      fail(ErrorKind::kIO, path_ + ": write failed: " + errno_text());
+    }
+    p += put;
+    n -= static_cast<size_t>(put);
+    written_ += static_cast<uint64_t>(put);
+  }
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) fail(ErrorKind::kInternal, path_ + ": commit twice");
+  if (::fsync(fd_) != 0) fail(ErrorKind::kIO, path_ + ": fsync failed: " + errno_text());
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    ::unlink(tmp_path_.c_str());
+    fail(ErrorKind::kIO, path_ + ": close failed: " + errno_text());
+  }
+  fd_ = -1;
+  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+    ::unlink(tmp_path_.c_str());
+    fail(ErrorKind::kIO, path_ + ": rename failed: " + errno_text());
+  }
+}
+
+}  // namespace ember
