@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Bundles the small Debian packages ember builds against, for GPU nodes that have no package
+# archive and no -dev headers (DESIGN.md, "GPU machines without a package archive").
+# Run on a Debian 12 machine with network; writes .deps/debs/*.deb (git-ignored). Carry that
+# folder to the node and run scripts/gpu-unpack.sh there.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$root/.deps/debs"
+packages=(
+  libsnappy-dev libsnappy1v5
+  libzstd-dev libzstd1
+  zlib1g-dev zlib1g
+  nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev
+)
+mkdir -p "$out" /tmp/ember-apt-amd64/partial
+# amd64 lists of their own, so this also works from a machine of another architecture
+o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/ember-apt-amd64)
+apt-get "${o[@]}" update -qq
+(cd "$out" && rm -f ./*.deb && apt-get "${o[@]}" download "${packages[@]}")
+du -sh "$out"
+ls "$out"

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs what ember needs (Debian packages, a Python venv for the tests) when it is missing,
+# then configures and builds. Idempotent: a second run with nothing changed only rebuilds
+# what changed. Used by scripts/demo.sh and scripts/test.sh; safe to run by hand.
+#
+# Environment:
+#   EMBER_BUILD_DIR  build directory (default: build/ in the source tree, git-ignored)
+#   EMBER_VENV       Python venv for the tests (default: ~/.cache/ember/venv, outside the tree)
+#   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
+#   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${EMBER_BUILD_DIR:-$root/build}"
+venv="${EMBER_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ember/venv}"
+
+say() { echo "[setup] $*" >&2; }
+
+# --- Debian packages -------------------------------------------------------------------
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libsnappy-dev libzstd-dev zlib1g-dev
+  nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev
+  python3 python3-venv
+)
+if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if ((${#missing[@]})); then
+    say "installing Debian packages: ${missing[*]}"
+    sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+fi
+
+# --- Python venv for the interoperability tests -----------------------------------------
+python_for_tests=""
+if [[ "${EMBER_NO_VENV:-0}" == 1 ]]; then
+  python_for_tests="$(command -v python3 || true)"
+else
+  req="$root/scripts/requirements-test.txt"
+  stamp="$venv/.ember-requirements"
+  if [[ ! -x "$venv/bin/python3" ]]; then
+    say "creating Python venv at $venv"
+    mkdir -p "$(dirname "$venv")"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+  if ! cmp -s "$req" "$stamp"; then
+    say "installing Python test packages into $venv"
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$req" >&2
+    cp "$req" "$stamp"
+  fi
+  python_for_tests="$venv/bin/python3"
+fi
+
+# --- configure and build ------------------------------------------------------------------
+cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests")
+[[ -n "${EMBER_PREFIX:-}" ]] && cmake_args+=(-DCMAKE_PREFIX_PATH="$EMBER_PREFIX")
+if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^EMBER_PYTHON:FILEPATH=$python_for_tests\$" "$build/CMakeCache.txt"; then
+  say "configuring $build"
+  cmake -S "$root" -B "$build" "${cmake_args[@]}" >&2
+fi
+say "building"
+cmake --build "$build" -- -j"$(nproc)" >&2
