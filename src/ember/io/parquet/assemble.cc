@@ -117,6 +117,48 @@ void assemble_path(const std::vector<Step>& path, LeafData& d, const std::string
                  std::to_string(sink.consumed()));
 }
 
+// Lists of lists ... of a primitive with every value present (no nulls, no empty lists): the
+// dense values are the leaf column as they are, and each list's offsets follow from the
+// repetition levels alone. The common shape of LeRobot's vector features.
+bool try_assemble_dense_lists(const Node& node, LeafData& d, Column& col, const std::string& what) {
+  std::vector<Column*> lists;
+  std::vector<int16_t> reps;  // the repetition level of each list's elements
+  const Node* n = &node;
+  Column* c = &col;
+  while (n->type == TypeId::kList) {
+    lists.push_back(c);
+    reps.push_back(n->rep);
+    n = &n->children[0];
+    c = &c->children[0];
+  }
+  if (lists.empty() || !n->children.empty() || d.rep.empty() || d.num_values != d.num_entries) return false;
+  for (int16_t def : d.def)
+    if (def != n->max_def) return false;
+  if (d.rep[0] != 0) fail_corrupt(what + ": first repetition level is " + std::to_string(d.rep[0]) + ", expected 0");
+  // a repetition level below a list's own starts a new list; one at or below it adds an element
+  const size_t depth = lists.size();
+  for (Column* l : lists) l->offsets.reserve(size_t(d.num_entries) + 1);
+  for (int64_t e = 0; e < d.num_entries; ++e) {
+    int16_t rep = d.rep[size_t(e)];
+    for (size_t i = 0; i < depth; ++i) {
+      Column& l = *lists[i];
+      if (rep < reps[i]) {
+        l.offsets.push_back(l.offsets.back());
+        ++l.length;
+      }
+      if (rep <= reps[i]) ++l.offsets.back();
+    }
+  }
+  c->length = d.num_entries;
+  if (fixed_width(n->type) > 0) {
+    c->values = std::move(d.values.fixed);
+  } else {
+    c->offsets = std::move(d.values.offsets);
+    c->values = std::move(d.values.bytes);
+  }
+  return true;
+}
+
 // Drops all-valid validity vectors and checks the shape invariants the rest of ember relies on.
 void finish(Column& c, const std::string& what) {
   if (!c.validity.empty()) {
@@ -157,6 +199,8 @@ Column assemble(const Schema& schema, const Node& node, std::vector<LeafData>& l
   Column col = empty_column(node);
   if (node.num_leaves == 1 && node.children.empty()) {
     assemble_flat(node, leaves[0], col, what);
+  } else if (node.num_leaves == 1 && try_assemble_dense_lists(node, leaves[0], col, what)) {
+    // done
   } else {
     for (int k = 0; k < node.num_leaves; ++k) {
       const auto& nodes = schema.leaf_paths[size_t(node.first_leaf + k)];

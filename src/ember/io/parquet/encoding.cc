@@ -48,7 +48,18 @@ void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, 
     return;
   }
   const uint64_t mask = (uint64_t(1) << width) - 1;
-  for (size_t i = 0; i < n; ++i, bit_pos += uint64_t(width)) {
+  size_t i = 0;
+  // while a whole 8-byte load stays inside the buffer, load without bounds checks
+  // (a value starts at most 7 bits into its byte and is at most 32 bits wide: one load holds it)
+  if (size >= 8) {
+    const uint64_t safe_bits = uint64_t(size - 8) * 8;
+    for (; i < n && bit_pos <= safe_bits; ++i, bit_pos += uint64_t(width)) {
+      uint64_t word;
+      std::memcpy(&word, data + (bit_pos >> 3), 8);
+      out[i] = uint32_t((word >> (bit_pos & 7)) & mask);
+    }
+  }
+  for (; i < n; ++i, bit_pos += uint64_t(width)) {
     size_t byte = size_t(bit_pos >> 3);
     int shift = int(bit_pos & 7);
     uint64_t word = load64(data, size, byte) >> shift;
