@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "ember_version.h"
 #include "ember/core/error.h"
 #include "ember/io/json.h"
 #include "ember/io/parquet/reader.h"

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "ember_version.h"
 #include "ember/core/error.h"
 
 int main(int argc, char** argv) {

@@ -138,7 +138,15 @@ bool try_assemble_dense_lists(const Node& node, LeafData& d, Column& col, const 
   // a repetition level below a list's own starts a new list; one at or below it adds an element
   const size_t depth = lists.size();
   for (Column* l : lists) l->offsets.reserve(size_t(d.num_entries) + 1);
-  for (int64_t e = 0; e < d.num_entries; ++e) {
+  if (depth == 1) {  // one list level: a list starts at every level-0 entry
+    std::vector<int64_t>& off = lists[0]->offsets;
+    off.clear();
+    for (int64_t e = 0; e < d.num_entries; ++e)
+      if (d.rep[size_t(e)] == 0) off.push_back(e);
+    off.push_back(d.num_entries);
+    lists[0]->length = int64_t(off.size()) - 1;
+  }
+  for (int64_t e = 0; depth > 1 && e < d.num_entries; ++e) {
     int16_t rep = d.rep[size_t(e)];
     for (size_t i = 0; i < depth; ++i) {
       Column& l = *lists[i];
