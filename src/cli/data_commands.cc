@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "ember/data/metadata.h"
 #include "ember/io/json.h"
 #include "ember/io/parquet/reader.h"
 
@@ -68,6 +69,55 @@ void print_parquet_summary(const std::string& path, int64_t head, const std::vec
   }
 }
 
+namespace {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int data_info(const std::string& root, bool json) {
+  data::Metadata m = data::load_metadata(root);
+  const data::DatasetInfo& i = m.info;
+  if (json) {
+    nlohmann::ordered_json j;
+    j["path"] = m.root;
+    j["codebase_version"] = i.codebase_version;
+    j["robot_type"] = i.robot_type;
+    j["fps"] = i.fps;
+    j["total_episodes"] = i.total_episodes;
+    j["total_frames"] = i.total_frames;
+    j["total_tasks"] = i.total_tasks;
+    j["cameras"] = nlohmann::json::array();
+    for (const data::Feature* c : i.cameras()) j["cameras"].push_back(c->key);
+    j["features"] = nlohmann::ordered_json::object();
+    for (const data::Feature& f : i.features) {
+      nlohmann::ordered_json fj;
+      fj["dtype"] = f.dtype;
+      fj["shape"] = f.shape;
+      if (f.is_video() && !f.video.codec.empty()) fj["codec"] = f.video.codec;
+      j["features"][f.key] = fj;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s\n  LeRobot %s, robot %s, %g fps\n  %lld episodes, %lld frames, %lld tasks\n", m.root.c_str(),
+              i.codebase_version.c_str(), i.robot_type.empty() ? "(unknown)" : i.robot_type.c_str(), i.fps,
+              static_cast<long long>(i.total_episodes), static_cast<long long>(i.total_frames),
+              static_cast<long long>(i.total_tasks));
+  std::printf("cameras:\n");
+  for (const data::Feature* c : i.cameras())
+    std::printf("  %s: %s %s%s\n", c->key.c_str(), c->dtype.c_str(), shape_string(c->shape).c_str(),
+                c->video.codec.empty() ? "" : (" " + c->video.codec).c_str());
+  std::printf("features:\n");
+  for (const data::Feature& f : i.features)
+    if (!f.is_camera()) std::printf("  %s: %s %s\n", f.key.c_str(), f.dtype.c_str(), shape_string(f.shape).c_str());
+  return 0;
+}
+
+}  // namespace
+
 void add_data_commands(CLI::App& app, Action& action) {
   CLI::App* data = app.add_subcommand("data", "inspect and convert datasets");
   data->require_subcommand(1);
@@ -79,6 +129,16 @@ void add_data_commands(CLI::App& app, Action& action) {
     std::vector<std::string> columns;
   };
   auto args = std::make_shared<ParquetArgs>();
+  struct InfoArgs {
+    std::string path;
+    bool json = false;
+  };
+  auto info = std::make_shared<InfoArgs>();
+  CLI::App* ic = data->add_subcommand("info", "summary of a LeRobot dataset");
+  ic->add_option("PATH", info->path, "dataset root (the folder holding meta/)")->required();
+  ic->add_flag("--json", info->json, "print one JSON object");
+  ic->callback([info, &action] { action = [info] { return data_info(info->path, info->json); }; });
+
   CLI::App* pq = data->add_subcommand("parquet", "print a Parquet file's schema, row groups and rows");
   pq->add_option("FILE", args->file, "Parquet file")->required();
   pq->add_flag("--json", args->json, "print only the rows, one JSON object per line");

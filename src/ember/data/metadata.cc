@@ -1,0 +1,233 @@
+#include "ember/data/metadata.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/data/path_template.h"
+#include "ember/io/parquet/reader.h"
+
+namespace ember::data {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Calls on_line(json, line_number) for every non-blank line of a JSON-lines file.
+template <class F>
+void read_jsonl(const std::string& path, F&& on_line) {
+  std::ifstream in(path);
+  if (!in) fail(ErrorKind::kNotFound, path + ": not found");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) fail_corrupt(path + ": line " + std::to_string(n) + " is not a JSON object");
+    on_line(j, n);
+  }
+}
+
+int64_t need_int(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number_integer()) fail_corrupt(where + ": field '" + key + "' must be an integer");
+  return j[key].get<int64_t>();
+}
+
+std::vector<std::string> string_list(const json& j, const char* key, const std::string& where) {
+  std::vector<std::string> out;
+  if (!j.contains(key)) return out;
+  if (!j[key].is_array()) fail_corrupt(where + ": field '" + key + "' must be a list of strings");
+  for (const json& s : j[key]) {
+    if (!s.is_string()) fail_corrupt(where + ": field '" + key + "' must be a list of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+void load_v2(Metadata& m) {
+  std::string ep_path = m.root + "/meta/episodes.jsonl";
+  read_jsonl(ep_path, [&](const json& j, int n) {
+    std::string where = ep_path + ": line " + std::to_string(n);
+    Episode e;
+    e.index = need_int(j, "episode_index", where);
+    e.length = need_int(j, "length", where);
+    if (e.length < 0) fail_corrupt(where + ": field 'length' must not be negative");
+    e.tasks = string_list(j, "tasks", where);
+    m.episodes.push_back(std::move(e));
+  });
+  std::sort(m.episodes.begin(), m.episodes.end(), [](const Episode& a, const Episode& b) { return a.index < b.index; });
+  int64_t start = 0;
+  for (Episode& e : m.episodes) {
+    e.from_index = start;
+    e.to_index = start += e.length;
+    e.data_chunk = m.info.chunks_size > 0 ? e.index / m.info.chunks_size : 0;
+    for (const Feature* cam : m.info.cameras())
+      if (cam->is_video()) e.videos[cam->key] = VideoSpan{e.data_chunk, 0, 0.0, double(e.length) / m.info.fps};
+  }
+  std::string task_path = m.root + "/meta/tasks.jsonl";
+  read_jsonl(task_path, [&](const json& j, int n) {
+    std::string where = task_path + ": line " + std::to_string(n);
+    int64_t i = need_int(j, "task_index", where);
+    if (i < 0 || i > 10'000'000) fail_corrupt(where + ": field 'task_index' out of range");
+    if (!j.contains("task") || !j["task"].is_string()) fail_corrupt(where + ": field 'task' must be a string");
+    if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1);
+    m.tasks[size_t(i)] = j["task"].get<std::string>();
+  });
+}
+
+std::vector<std::string> parquet_files_under(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return files;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".parquet") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+const io::Column& need_column(const io::Table& t, const std::string& name, io::TypeId type, const std::string& file) {
+  const io::Column* c = t.find(name);
+  if (!c) fail_corrupt(file + ": column '" + name + "' is missing");
+  if (c->type != type)
+    fail_corrupt(file + ": column '" + name + "' has type " + io::type_string(*c) + ", expected " + io::type_name(type));
+  return *c;
+}
+
+void load_v3(Metadata& m) {
+  std::string dir = m.root + "/meta/episodes";
+  std::vector<std::string> files = parquet_files_under(dir);
+  if (files.empty()) fail(ErrorKind::kNotFound, dir + ": no episode tables (meta/episodes/*/*.parquet)");
+  std::vector<const Feature*> videos;
+  for (const Feature* cam : m.info.cameras())
+    if (cam->is_video()) videos.push_back(cam);
+  for (const std::string& file : files) {
+    auto reader = io::parquet::FileReader::open(file);
+    std::vector<std::string> cols = {"episode_index", "length", "tasks", "data/chunk_index", "data/file_index",
+                                     "dataset_from_index", "dataset_to_index"};
+    for (const Feature* v : videos)
+      for (const char* k : {"chunk_index", "file_index", "from_timestamp", "to_timestamp"})
+        cols.push_back("videos/" + v->key + "/" + k);
+    io::Table t = reader->read(cols);
+    auto i64 = [&](const std::string& name) { return need_column(t, name, io::TypeId::kInt64, file).data<int64_t>(); };
+    auto f64 = [&](const std::string& name) { return need_column(t, name, io::TypeId::kDouble, file).data<double>(); };
+    auto index = i64("episode_index"), length = i64("length"), chunk = i64("data/chunk_index"),
+         fileno = i64("data/file_index"), from = i64("dataset_from_index"), to = i64("dataset_to_index");
+    const io::Column& tasks = need_column(t, "tasks", io::TypeId::kList, file);
+    for (int64_t r = 0; r < t.num_rows(); ++r) {
+      Episode e;
+      e.index = index[size_t(r)];
+      e.length = length[size_t(r)];
+      e.data_chunk = chunk[size_t(r)];
+      e.data_file = fileno[size_t(r)];
+      e.from_index = from[size_t(r)];
+      e.to_index = to[size_t(r)];
+      const io::Column& el = tasks.child();
+      for (int64_t k = tasks.offsets[size_t(r)]; k < tasks.offsets[size_t(r) + 1]; ++k) e.tasks.emplace_back(el.str(k));
+      for (const Feature* v : videos) {
+        std::string p = "videos/" + v->key + "/";
+        e.videos[v->key] = VideoSpan{i64(p + "chunk_index")[size_t(r)], i64(p + "file_index")[size_t(r)],
+                                     f64(p + "from_timestamp")[size_t(r)], f64(p + "to_timestamp")[size_t(r)]};
+      }
+      if (e.to_index - e.from_index != e.length)
+        fail_corrupt(file + ": episode " + std::to_string(e.index) + " has length " + std::to_string(e.length) +
+                     " but dataset_from_index..dataset_to_index spans " + std::to_string(e.to_index - e.from_index));
+      m.episodes.push_back(std::move(e));
+    }
+  }
+  std::sort(m.episodes.begin(), m.episodes.end(), [](const Episode& a, const Episode& b) { return a.index < b.index; });
+  std::string task_path = m.root + "/meta/tasks.parquet";
+  auto reader = io::parquet::FileReader::open(task_path);
+  io::Table t = reader->read({"task_index", "task"});
+  auto idx = need_column(t, "task_index", io::TypeId::kInt64, task_path).data<int64_t>();
+  const io::Column& task = need_column(t, "task", io::TypeId::kString, task_path);
+  for (int64_t r = 0; r < t.num_rows(); ++r) {
+    int64_t i = idx[size_t(r)];
+    if (i < 0 || i > 10'000'000) fail_corrupt(task_path + ": task_index " + std::to_string(i) + " out of range");
+    if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1);
+    m.tasks[size_t(i)] = std::string(task.str(r));
+  }
+}
+
+void flatten(const json& j, std::vector<double>& out, const std::string& where) {
+  if (j.is_number()) out.push_back(j.get<double>());
+  else if (j.is_array()) for (const json& k : j) flatten(k, out, where);
+  else fail_corrupt(where + " must hold numbers");
+}
+
+void load_stats(Metadata& m) {
+  std::string path = m.root + "/meta/stats.json";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  std::vector<uint8_t> bytes = read_file(path);
+  json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail_corrupt(path + ": not a JSON object");
+  for (const auto& f : j.items()) {
+    if (!f.value().is_object()) fail_corrupt(path + ": field '" + f.key() + "' must be an object");
+    FeatureStats fs_;
+    for (const auto& s : f.value().items()) flatten(s.value(), fs_[s.key()], path + ": field '" + f.key() + "." + s.key() + "'");
+    m.stats[f.key()] = std::move(fs_);
+  }
+}
+
+void check(const Metadata& m) {
+  std::string info = m.root + "/meta/info.json";
+  for (size_t i = 0; i < m.episodes.size(); ++i) {
+    if (m.episodes[i].index != int64_t(i))
+      fail_corrupt(m.root + "/meta: episode indices are not 0.." + std::to_string(m.episodes.size() - 1) +
+                   " (found " + std::to_string(m.episodes[i].index) + " at position " + std::to_string(i) + ")");
+    if (i > 0 && m.episodes[i].from_index != m.episodes[i - 1].to_index)
+      fail_corrupt(m.root + "/meta: episode " + std::to_string(i) + " starts at frame " +
+                   std::to_string(m.episodes[i].from_index) + ", expected " + std::to_string(m.episodes[i - 1].to_index));
+  }
+  if (int64_t(m.episodes.size()) != m.info.total_episodes)
+    fail_corrupt(info + ": field 'total_episodes' is " + std::to_string(m.info.total_episodes) + " but the episode tables list " +
+                 std::to_string(m.episodes.size()));
+  if (m.num_frames() != m.info.total_frames)
+    fail_corrupt(info + ": field 'total_frames' is " + std::to_string(m.info.total_frames) + " but the episodes hold " +
+                 std::to_string(m.num_frames()));
+}
+
+}  // namespace
+
+std::string Metadata::data_file(const Episode& e) const {
+  TemplateArgs a;
+  a.ints = {{"episode_chunk", e.data_chunk}, {"episode_index", e.index}, {"chunk_index", e.data_chunk},
+            {"file_index", e.data_file}};
+  return root + "/" + format_path(info.data_path, a, root + "/meta/info.json: data_path");
+}
+
+std::string Metadata::video_file(const Episode& e, const std::string& camera) const {
+  auto it = e.videos.find(camera);
+  if (it == e.videos.end()) fail(ErrorKind::kNotFound, root + ": episode " + std::to_string(e.index) + " has no video for " + camera);
+  TemplateArgs a;
+  a.ints = {{"episode_chunk", it->second.chunk}, {"episode_index", e.index}, {"chunk_index", it->second.chunk},
+            {"file_index", it->second.file}};
+  a.strings = {{"video_key", camera}};
+  return root + "/" + format_path(info.video_path, a, root + "/meta/info.json: video_path");
+}
+
+const Episode& Metadata::episode_of(int64_t index) const {
+  if (index < 0 || index >= num_frames())
+    fail(ErrorKind::kInvalidArgument, root + ": frame index " + std::to_string(index) + " out of range (dataset has " +
+                                          std::to_string(num_frames()) + " frames)");
+  auto it = std::upper_bound(episodes.begin(), episodes.end(), index,
+                             [](int64_t i, const Episode& e) { return i < e.to_index; });
+  return *it;
+}
+
+Metadata load_metadata(const std::string& root) {
+  Metadata m;
+  m.root = root;
+  while (m.root.size() > 1 && m.root.back() == '/') m.root.pop_back();
+  m.info = read_info(m.root);
+  if (m.info.is_v3()) load_v3(m);
+  else load_v2(m);
+  load_stats(m);
+  check(m);
+  return m;
+}
+
+}  // namespace ember::data

@@ -1,0 +1,53 @@
+// A LeRobot dataset's metadata: info.json, episodes, tasks and statistics, for v2.0, v2.1
+// (meta/*.jsonl, one data file per episode) and v3.0 (meta/episodes/*.parquet, many episodes
+// per data and video file). Paths come from info.json's templates, never from fixed patterns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/data/info.h"
+
+namespace ember::data {
+
+// Where one camera's frames of an episode live (v3.0: a span of a concatenated file).
+struct VideoSpan {
+  int64_t chunk = 0, file = 0;
+  double from_timestamp = 0, to_timestamp = 0;
+};
+
+struct Episode {
+  int64_t index = 0;
+  int64_t length = 0;                       // frames
+  std::vector<std::string> tasks;
+  int64_t from_index = 0, to_index = 0;     // global frame range [from, to)
+  int64_t data_chunk = 0, data_file = 0;    // v3.0 data file (v2.x: chunk of the episode)
+  std::map<std::string, VideoSpan> videos;  // by camera key (v3.0; v2.x spans start at 0)
+};
+
+// Per feature: statistic name ("mean", "std", "min", "max", "q01", "q99", "count", ...) ->
+// values flattened in row-major order of the feature's shape.
+using FeatureStats = std::map<std::string, std::vector<double>>;
+
+struct Metadata {
+  std::string root;
+  DatasetInfo info;
+  std::vector<Episode> episodes;              // by episode index
+  std::vector<std::string> tasks;             // by task_index
+  std::map<std::string, FeatureStats> stats;  // meta/stats.json (empty when absent)
+
+  // Path of the data file that holds the episode's rows, and of a camera's video.
+  std::string data_file(const Episode& e) const;
+  std::string video_file(const Episode& e, const std::string& camera) const;
+  // The episode that holds global frame `index` (kInvalidArgument when out of range).
+  const Episode& episode_of(int64_t index) const;
+  int64_t num_frames() const { return episodes.empty() ? 0 : episodes.back().to_index; }
+};
+
+// Loads everything under ROOT/meta; throws Error naming the file and field at fault,
+// including info.json totals that contradict the episode tables.
+Metadata load_metadata(const std::string& root);
+
+}  // namespace ember::data
