@@ -14,6 +14,8 @@ void add_data_commands(CLI::App& app, Action& action);
 void add_bench_commands(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
 
+// Prints a LeRobot dataset's summary (`ember data info`); returns the exit status.
+int print_dataset_info(const std::string& root, bool json);
 // Prints the schema, row-group layout and the first `head` rows of a Parquet file (text).
 void print_parquet_summary(const std::string& path, int64_t head, const std::vector<std::string>& columns);
 

@@ -77,7 +77,9 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-int data_info(const std::string& root, bool json) {
+}  // namespace
+
+int print_dataset_info(const std::string& root, bool json) {
   data::Metadata m = data::load_metadata(root);
   const data::DatasetInfo& i = m.info;
   if (json) {
@@ -116,8 +118,6 @@ int data_info(const std::string& root, bool json) {
   return 0;
 }
 
-}  // namespace
-
 void add_data_commands(CLI::App& app, Action& action) {
   CLI::App* data = app.add_subcommand("data", "inspect and convert datasets");
   data->require_subcommand(1);
@@ -137,7 +137,7 @@ void add_data_commands(CLI::App& app, Action& action) {
   CLI::App* ic = data->add_subcommand("info", "summary of a LeRobot dataset");
   ic->add_option("PATH", info->path, "dataset root (the folder holding meta/)")->required();
   ic->add_flag("--json", info->json, "print one JSON object");
-  ic->callback([info, &action] { action = [info] { return data_info(info->path, info->json); }; });
+  ic->callback([info, &action] { action = [info] { return print_dataset_info(info->path, info->json); }; });
 
   CLI::App* pq = data->add_subcommand("parquet", "print a Parquet file's schema, row groups and rows");
   pq->add_option("FILE", args->file, "Parquet file")->required();

@@ -1,5 +1,5 @@
 // `ember demo`: the main job on the embedded default. Until training exists it shows the
-// bundled LeRobot v3.0 fixture dataset's Parquet tables.
+// bundled LeRobot v3.0 fixture dataset: its summary and its Parquet tables.
 #include <cstdio>
 #include <filesystem>
 
@@ -18,7 +18,9 @@ int run_demo(const std::string& root) {
     if (e.is_regular_file() && e.path().extension() == ".parquet") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail(ErrorKind::kNotFound, root + ": no Parquet tables in the demo dataset");
-  std::printf("ember demo: the bundled LeRobot v3.0 dataset at %s (%zu Parquet tables)\n\n", root.c_str(), files.size());
+  std::printf("ember demo: the bundled LeRobot v3.0 dataset\n\n");
+  print_dataset_info(root, false);
+  std::printf("\nits %zu Parquet tables:\n\n", files.size());
   for (const std::string& f : files) {
     print_parquet_summary(f, 3, {});
     std::printf("\n");
