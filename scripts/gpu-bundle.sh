@@ -10,6 +10,7 @@ packages=(
   libsnappy-dev libsnappy1v5
   libzstd-dev libzstd1
   zlib1g-dev zlib1g
+  libpng-dev libpng16-16
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
 )

@@ -19,9 +19,10 @@ say() { echo "[setup] $*" >&2; }
 # --- Debian packages -------------------------------------------------------------------
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libsnappy-dev libzstd-dev zlib1g-dev
+  libsnappy-dev libzstd-dev zlib1g-dev libpng-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   python3 python3-venv
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then

@@ -1,0 +1,168 @@
+#include "ember/data/dataset.h"
+
+#include <cmath>
+
+#include "ember/core/error.h"
+#include "ember/io/parquet/reader.h"
+
+namespace ember::data {
+
+struct Dataset::EpisodeRows {
+  int64_t episode = 0;
+  io::Table table;  // rows of the episode, frame 0 first
+};
+
+Dataset::Dataset(const std::string& root, DatasetOptions options)
+    : meta_(load_metadata(root)), options_(std::move(options)) {
+  const std::string what = meta_.root + ": delta_timestamps";
+  for (const auto& [key, deltas] : options_.delta_timestamps) {
+    if (!meta_.info.find(key)) fail(ErrorKind::kInvalidArgument, what + ": no feature '" + key + "' in the dataset");
+    std::vector<int64_t> frames;
+    for (double d : deltas) {
+      double f = d * meta_.info.fps;
+      double r = std::round(f);
+      if (std::abs(f - r) > options_.tolerance_s * meta_.info.fps)
+        fail(ErrorKind::kInvalidArgument, what + "['" + key + "']: offset " + std::to_string(d) +
+                                              " s is not a multiple of 1/fps (fps " + std::to_string(meta_.info.fps) + ")");
+      frames.push_back(int64_t(r));
+    }
+    delta_frames_[key] = std::move(frames);
+  }
+  for (const Episode& e : meta_.episodes) {
+    auto key = std::make_pair(e.data_chunk, e.data_file);
+    auto it = file_start_.find(key);
+    if (it == file_start_.end() || e.from_index < it->second) file_start_[key] = e.from_index;
+  }
+}
+
+std::shared_ptr<const Dataset::EpisodeRows> Dataset::rows(const Episode& e) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      if (it->first == e.index) {
+        cache_.splice(cache_.begin(), cache_, it);
+        return cache_.front().second;
+      }
+    }
+  }
+  // decode outside the lock: other threads keep reading cached episodes meanwhile
+  std::string path = meta_.data_file(e);
+  auto reader = io::parquet::FileReader::open(path);
+  auto r = std::make_shared<EpisodeRows>();
+  r->episode = e.index;
+  int64_t first = meta_.info.is_v3() ? e.from_index - file_start_.at({e.data_chunk, e.data_file}) : 0;
+  if (first + e.length > reader->num_rows())
+    fail_corrupt(path + ": holds " + std::to_string(reader->num_rows()) + " rows, episode " + std::to_string(e.index) +
+                 " needs rows " + std::to_string(first) + ".." + std::to_string(first + e.length - 1));
+  r->table = reader->read_rows(first, first + e.length);
+  if (const io::Column* idx = r->table.find("index"); idx && idx->type == io::TypeId::kInt64 && e.length > 0) {
+    if (idx->value<int64_t>(0) != e.from_index)
+      fail_corrupt(path + ": episode " + std::to_string(e.index) + " should start at index " + std::to_string(e.from_index) +
+                   ", its first row has index " + std::to_string(idx->value<int64_t>(0)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.emplace_front(e.index, r);
+  while (cache_.size() > std::max<size_t>(1, options_.episode_cache)) cache_.pop_back();
+  return r;
+}
+
+namespace {
+
+// Appends row `row` of column c (a number, or a list of numbers) to out.
+void append_numbers(const io::Column& c, int64_t row, std::vector<double>& out, const std::string& what) {
+  auto number = [&](const io::Column& col, int64_t i) -> double {
+    if (!col.is_valid(i)) fail_corrupt(what + ": null value in row " + std::to_string(i));
+    switch (col.type) {
+      case io::TypeId::kBool: return col.value<uint8_t>(i);
+      case io::TypeId::kInt32: return col.value<int32_t>(i);
+      case io::TypeId::kInt64: return double(col.value<int64_t>(i));
+      case io::TypeId::kFloat: return col.value<float>(i);
+      case io::TypeId::kDouble: return col.value<double>(i);
+      default: fail_corrupt(what + ": column of type " + io::type_string(col) + " is not numeric");
+    }
+  };
+  if (c.type == io::TypeId::kList) {
+    if (!c.is_valid(row)) fail_corrupt(what + ": null list in row " + std::to_string(row));
+    for (int64_t k = c.offsets[size_t(row)]; k < c.offsets[size_t(row) + 1]; ++k) {
+      if (c.child().type == io::TypeId::kList) append_numbers(c.child(), k, out, what);
+      else out.push_back(number(c.child(), k));
+    }
+  } else {
+    out.push_back(number(c, row));
+  }
+}
+
+}  // namespace
+
+Item Dataset::get(int64_t index) const {
+  const Episode& ep = meta_.episode_of(index);
+  auto here = rows(ep);
+  Item item;
+  item.index = index;
+  item.episode_index = ep.index;
+  item.frame_index = index - ep.from_index;
+  const io::Table& t = here->table;
+  const std::string data_path = meta_.data_file(ep);
+  if (const io::Column* ts = t.find("timestamp")) {
+    std::vector<double> v;
+    append_numbers(*ts, item.frame_index, v, data_path + ": column 'timestamp'");
+    item.timestamp = v.empty() ? 0 : v[0];
+  } else {
+    item.timestamp = double(item.frame_index) / meta_.info.fps;
+  }
+  if (const io::Column* ti = t.find("task_index")) {
+    std::vector<double> v;
+    append_numbers(*ti, item.frame_index, v, data_path + ": column 'task_index'");
+    int64_t k = v.empty() ? -1 : int64_t(v[0]);
+    if (k < 0 || size_t(k) >= meta_.tasks.size())
+      fail_corrupt(data_path + ": task_index " + std::to_string(k) + " has no task in meta/tasks");
+    item.task = meta_.tasks[size_t(k)];
+  }
+
+  for (const Feature& f : meta_.info.features) {
+    if (f.is_video() || f.dtype == "string") continue;
+    // the frames this key reads: the item's own, or one per delta offset (clamped, padded)
+    std::vector<int64_t> frames{index};
+    std::vector<uint8_t> pad;
+    auto d = delta_frames_.find(f.key);
+    if (d != delta_frames_.end()) {
+      frames.clear();
+      for (int64_t off : d->second) {
+        int64_t q = index + off;
+        pad.push_back(q < ep.from_index || q >= ep.to_index);
+        frames.push_back(std::clamp(q, ep.from_index, ep.to_index - 1));
+      }
+      item.is_pad[f.key] = pad;
+    }
+    const io::Column* col = t.find(f.key);
+    if (!col) fail_corrupt(data_path + ": column '" + f.key + "' (a feature in info.json) is missing");
+    const std::string what = data_path + ": column '" + f.key + "'";
+    if (f.is_image()) {
+      if (!options_.decode_images) continue;
+      const io::Column* bytes = col->type == io::TypeId::kStruct ? col->find_child("bytes") : nullptr;
+      if (!bytes || bytes->type != io::TypeId::kBinary)
+        fail_corrupt(what + ": an image feature must be struct<bytes: binary, path: string>, got " + io::type_string(*col));
+      for (int64_t q : frames) {
+        int64_t row = q - ep.from_index;
+        if (!bytes->is_valid(row)) fail_corrupt(what + ": no image bytes in row " + std::to_string(row));
+        std::string_view png = bytes->str(row);
+        item.images[f.key].push_back(io::decode_png(reinterpret_cast<const uint8_t*>(png.data()), png.size(),
+                                                    what + " row " + std::to_string(row)));
+      }
+      continue;
+    }
+    Value v;
+    v.dtype = f.dtype;
+    if (d != delta_frames_.end()) v.shape.push_back(int64_t(frames.size()));
+    v.shape.insert(v.shape.end(), f.shape.begin(), f.shape.end());
+    for (int64_t q : frames) append_numbers(*col, q - ep.from_index, v.data, what);
+    int64_t per_frame = std::max<int64_t>(1, f.numel());
+    if (int64_t(v.data.size()) != per_frame * int64_t(frames.size()))
+      fail_corrupt(what + ": row holds " + std::to_string(v.data.size() / frames.size()) + " values, info.json shape says " +
+                   std::to_string(per_frame));
+    item.values[f.key] = std::move(v);
+  }
+  return item;
+}
+
+}  // namespace ember::data

@@ -1,0 +1,66 @@
+// Frame access on the v2.1 and v3.0 fixtures: every item is its own frame, and
+// delta_timestamps clamp to the episode and mask the padding as LeRobot does.
+#include <gtest/gtest.h>
+
+#include "ember/core/error.h"
+#include "ember/data/dataset.h"
+
+namespace ember::data {
+namespace {
+
+const std::string kData = EMBER_TEST_DATA;
+
+class DatasetTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DatasetTest, EveryItemIsItsOwnFrame) {
+  Dataset ds(kData + "/" + GetParam());
+  ASSERT_GT(ds.size(), 0);
+  for (int64_t i = ds.size() - 1; i >= 0; --i) {  // backwards: exercises the episode cache
+    Item it = ds.get(i);
+    ASSERT_EQ(it.values.at("index").data.at(0), double(i));
+    const Episode& ep = ds.meta().episode_of(i);
+    EXPECT_EQ(it.episode_index, ep.index);
+    EXPECT_EQ(it.values.at("episode_index").data.at(0), double(ep.index));
+    EXPECT_EQ(it.values.at("frame_index").data.at(0), double(i - ep.from_index));
+    EXPECT_NEAR(it.timestamp, double(i - ep.from_index) / 30.0, 1e-6);
+    EXPECT_EQ(it.values.at("observation.state").shape, (std::vector<int64_t>{8}));
+    EXPECT_EQ(it.values.at("action").data.size(), 7u);
+    ASSERT_FALSE(it.task.empty());
+    EXPECT_EQ(it.task, ep.tasks.at(0));
+  }
+  EXPECT_THROW(ds.get(ds.size()), Error);
+  EXPECT_THROW(ds.get(-1), Error);
+}
+
+TEST_P(DatasetTest, DeltaTimestampsClampAndPad) {
+  DatasetOptions o;
+  o.delta_timestamps["action"] = {-2 / 30.0, 0.0, 1 / 30.0, 2 / 30.0};
+  o.delta_timestamps["index"] = {-2 / 30.0, 0.0, 1 / 30.0, 2 / 30.0};
+  Dataset ds(kData + "/" + GetParam(), o);
+  const Episode& ep = ds.meta().episodes.at(1);
+  // first frame of episode 1: two steps back are padded copies of the first frame
+  Item first = ds.get(ep.from_index);
+  EXPECT_EQ(first.is_pad.at("action"), (std::vector<uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(first.values.at("action").shape, (std::vector<int64_t>{4, 7}));
+  std::vector<double> idx = first.values.at("index").data;
+  EXPECT_EQ(idx, (std::vector<double>{double(ep.from_index), double(ep.from_index), double(ep.from_index + 1),
+                                      double(ep.from_index + 2)}));
+  // last frame: future steps clamp to the last frame and are padded
+  Item last = ds.get(ep.to_index - 1);
+  EXPECT_EQ(last.is_pad.at("index"), (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(last.values.at("index").data.back(), double(ep.to_index - 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DatasetTest, ::testing::Values("lerobot_v2_1", "lerobot_v3_0"));
+
+TEST(Dataset, DeltaOffsetsMustBeMultiplesOfTheFramePeriod) {
+  DatasetOptions o;
+  o.delta_timestamps["action"] = {0.0, 0.01};
+  EXPECT_THROW(Dataset(kData + "/lerobot_v3_0", o), Error);
+  DatasetOptions bad_key;
+  bad_key.delta_timestamps["nope"] = {0.0};
+  EXPECT_THROW(Dataset(kData + "/lerobot_v3_0", bad_key), Error);
+}
+
+}  // namespace
+}  // namespace ember::data
