@@ -4,6 +4,7 @@
 
 #include "ember/core/error.h"
 #include "ember/data/dataset.h"
+#include "ember/io/video/video_decoder.h"
 
 namespace ember::data {
 namespace {
@@ -49,6 +50,53 @@ TEST_P(DatasetTest, DeltaTimestampsClampAndPad) {
   Item last = ds.get(ep.to_index - 1);
   EXPECT_EQ(last.is_pad.at("index"), (std::vector<uint8_t>{0, 0, 1, 1}));
   EXPECT_EQ(last.values.at("index").data.back(), double(ep.to_index - 1));
+}
+
+// The fixture frames show their global index as 12 stripes (MSB left, 8 px each) in the top half.
+int64_t stripe_index(const io::Image& im) {
+  int64_t v = 0;
+  for (int b = 0; b < 12; ++b) {
+    double sum = 0;
+    int n = 0;
+    for (int y = im.height / 8; y < im.height * 3 / 8; ++y)
+      for (int x = b * 8 + 2; x < b * 8 + 6; ++x, ++n) sum += im.rgb[size_t((y * im.width + x) * 3 + 1)];
+    v = v * 2 + (sum / n > 128 ? 1 : 0);
+  }
+  return v;
+}
+
+TEST_P(DatasetTest, EveryCameraFrameShowsItsOwnIndex) {
+  if (!io::video_support_available()) {
+    std::printf("built without FFmpeg: checking the error instead of the frames\n");
+    EXPECT_THROW(Dataset(kData + "/" + GetParam()), Error);
+    return;
+  }
+  Dataset ds(kData + "/" + GetParam());  // LeRobot's default tolerance, 1e-4 s
+  for (int64_t i = 0; i < ds.size(); ++i) {
+    Item it = ds.get(i);
+    for (const char* cam : {"observation.images.top", "observation.images.wrist"}) {
+      ASSERT_EQ(it.images.at(cam).size(), 1u);
+      const io::Image& im = it.images.at(cam)[0];
+      ASSERT_EQ(im.width, 96);
+      ASSERT_EQ(im.height, 64);
+      ASSERT_EQ(stripe_index(im), i) << cam << " item " << i;
+    }
+  }
+}
+
+TEST_P(DatasetTest, CameraDeltasClampAtEpisodeEdges) {
+  if (!io::video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  DatasetOptions o;
+  o.delta_timestamps["observation.images.top"] = {-1 / 30.0, 0.0, 1 / 30.0};
+  Dataset ds(kData + "/" + GetParam(), o);
+  const Episode& ep = ds.meta().episodes.at(1);
+  Item first = ds.get(ep.from_index);
+  const auto& im = first.images.at("observation.images.top");
+  ASSERT_EQ(im.size(), 3u);
+  EXPECT_EQ(stripe_index(im[0]), ep.from_index);  // clamped to the episode's first frame
+  EXPECT_EQ(stripe_index(im[1]), ep.from_index);
+  EXPECT_EQ(stripe_index(im[2]), ep.from_index + 1);
+  EXPECT_EQ(first.is_pad.at("observation.images.top"), (std::vector<uint8_t>{1, 0, 0}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DatasetTest, ::testing::Values("lerobot_v2_1", "lerobot_v3_0"));

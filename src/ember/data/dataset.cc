@@ -4,6 +4,7 @@
 
 #include "ember/core/error.h"
 #include "ember/io/parquet/reader.h"
+#include "ember/io/video/video_decoder.h"
 
 namespace ember::data {
 
@@ -28,6 +29,17 @@ Dataset::Dataset(const std::string& root, DatasetOptions options)
     }
     delta_frames_[key] = std::move(frames);
   }
+  bool has_video = false;
+  for (const Feature* cam : meta_.info.cameras()) has_video |= cam->is_video();
+  if (has_video && options_.decode_images) {
+    if (!io::video_support_available())
+      fail_unsupported(meta_.root + ": the dataset's cameras are videos, and ember was built without video support "
+                       "(FFmpeg not found at build time); image-feature datasets work without it");
+    io::VideoCache::Options vo;
+    vo.capacity = options_.video_decoders;
+    videos_ = std::make_unique<io::VideoCache>(vo);
+  }
+  if (options_.decode_images && meta_.info.cameras().size() > 1) pool_ = std::make_unique<ThreadPool>(options_.threads);
   for (const Episode& e : meta_.episodes) {
     auto key = std::make_pair(e.data_chunk, e.data_file);
     auto it = file_start_.find(key);
@@ -94,6 +106,40 @@ void append_numbers(const io::Column& c, int64_t row, std::vector<double>& out, 
 
 }  // namespace
 
+double Dataset::start_correction(const std::string& path, double from_timestamp) const {
+  if (from_timestamp <= 0) return 0;  // the file's own start: nothing to correct
+  std::vector<double> times;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = frame_times_.find(path);
+    if (it != frame_times_.end()) times = it->second;
+  }
+  if (times.empty()) {
+    auto lease = videos_->get(path);
+    times = lease->frame_timestamps();
+    std::lock_guard<std::mutex> lock(mu_);
+    frame_times_[path] = times;
+  }
+  // the first frame at or after from_timestamp, less half a frame period
+  double half = 0.5 / meta_.info.fps;
+  auto first = std::lower_bound(times.begin(), times.end(), from_timestamp - half);
+  if (first == times.end() || *first - from_timestamp > half) return 0;  // let the decoder report it
+  return *first - from_timestamp;
+}
+
+std::vector<io::Image> Dataset::video_frames(const Episode& e, const std::string& camera, const std::vector<double>& ts) const {
+  const VideoSpan& span = e.videos.at(camera);
+  std::string path = meta_.video_file(e, camera);
+  double shift = span.from_timestamp + start_correction(path, span.from_timestamp);
+  std::vector<double> targets;
+  for (double t : ts) targets.push_back(shift + t);
+  auto lease = videos_->get(path);
+  std::vector<io::Frame> frames = lease->decode_many(targets, options_.tolerance_s);
+  std::vector<io::Image> out;
+  for (io::Frame& f : frames) out.push_back(io::Image{f.width, f.height, std::move(f.rgb)});
+  return out;
+}
+
 Item Dataset::get(int64_t index) const {
   const Episode& ep = meta_.episode_of(index);
   auto here = rows(ep);
@@ -119,8 +165,9 @@ Item Dataset::get(int64_t index) const {
     item.task = meta_.tasks[size_t(k)];
   }
 
+  std::vector<std::pair<std::string, std::future<std::vector<io::Image>>>> pending;  // video cameras
   for (const Feature& f : meta_.info.features) {
-    if (f.is_video() || f.dtype == "string") continue;
+    if (f.dtype == "string") continue;
     // the frames this key reads: the item's own, or one per delta offset (clamped, padded)
     std::vector<int64_t> frames{index};
     std::vector<uint8_t> pad;
@@ -133,6 +180,20 @@ Item Dataset::get(int64_t index) const {
         frames.push_back(std::clamp(q, ep.from_index, ep.to_index - 1));
       }
       item.is_pad[f.key] = pad;
+    }
+    if (f.is_video()) {
+      if (!options_.decode_images) continue;
+      // the timestamps of the frames asked for, as LeRobot takes them from the table
+      const io::Column* ts = t.find("timestamp");
+      std::vector<double> times;
+      for (int64_t q : frames) {
+        if (ts) append_numbers(*ts, q - ep.from_index, times, data_path + ": column 'timestamp'");
+        else times.push_back(double(q - ep.from_index) / meta_.info.fps);
+      }
+      auto job = [this, &ep, key = f.key, times] { return video_frames(ep, key, times); };
+      if (pool_) pending.emplace_back(f.key, pool_->submit(job));
+      else item.images[f.key] = job();
+      continue;
     }
     const io::Column* col = t.find(f.key);
     if (!col) fail_corrupt(data_path + ": column '" + f.key + "' (a feature in info.json) is missing");
@@ -162,6 +223,7 @@ Item Dataset::get(int64_t index) const {
                    std::to_string(per_frame));
     item.values[f.key] = std::move(v);
   }
+  for (auto& [key, images] : pending) item.images[key] = images.get();  // rethrows a camera's error
   return item;
 }
 

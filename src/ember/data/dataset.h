@@ -3,8 +3,9 @@
 // delta_timestamps per key return values stacked over time offsets (multiples of 1/fps),
 // clamped to the episode, with a `<key>_is_pad` mask, exactly as LeRobot does.
 //
-// This file covers the tabular features and `image` cameras (PNG in the table); video cameras
-// are decoded by the video layer (src/ember/io/video) when ember is built with FFmpeg.
+// Video cameras decode through the video layer (src/ember/io/video): the frame nearest
+// from_timestamp + timestamp in the camera's file, within tolerance_s. Built without FFmpeg,
+// opening a dataset with video cameras fails with an error that says so.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,9 @@
 
 #include "ember/data/metadata.h"
 #include "ember/io/column.h"
+#include "ember/core/thread_pool.h"
 #include "ember/io/png.h"
+#include "ember/io/video/video_cache.h"
 
 namespace ember::data {
 
@@ -26,7 +29,9 @@ struct DatasetOptions {
   std::map<std::string, std::vector<double>> delta_timestamps;
   double tolerance_s = 1e-4;
   size_t episode_cache = 16;  // decoded episode tables kept in memory
-  bool decode_images = true;  // decode `image` features (PNG)
+  bool decode_images = true;  // decode camera frames (PNG images and videos)
+  size_t video_decoders = 16; // idle video decoders kept open (LRU)
+  size_t threads = 0;         // decode threads for the cameras of one item (0: one per core)
 };
 
 // A feature's values for one item: [n_offsets, ...shape] when the key has delta_timestamps,
@@ -43,7 +48,7 @@ struct Item {
   std::string task;
   std::map<std::string, Value> values;                     // non-camera features
   std::map<std::string, std::vector<uint8_t>> is_pad;      // key -> [n_offsets] (keys with deltas)
-  std::map<std::string, std::vector<io::Image>> images;    // image cameras -> one per offset
+  std::map<std::string, std::vector<io::Image>> images;    // cameras -> one per offset
 };
 
 class Dataset {
@@ -60,6 +65,12 @@ class Dataset {
  private:
   struct EpisodeRows;  // one episode's decoded rows
   std::shared_ptr<const EpisodeRows> rows(const Episode& e) const;
+  // Frames of a video camera at the given episode-relative timestamps.
+  std::vector<io::Image> video_frames(const Episode& e, const std::string& camera, const std::vector<double>& ts) const;
+  // How much later than from_timestamp the episode's first frame really is in its file
+  // (concatenated files place each part at a rounded duration; LeRobot's converter joins
+  // them with FFmpeg's concat demuxer), learnt once per file from its packets.
+  double start_correction(const std::string& path, double from_timestamp) const;
 
   Metadata meta_;
   DatasetOptions options_;
@@ -67,6 +78,9 @@ class Dataset {
   std::map<std::pair<int64_t, int64_t>, int64_t> file_start_; // (chunk, file) -> first global index (v3.0)
   mutable std::mutex mu_;
   mutable std::list<std::pair<int64_t, std::shared_ptr<const EpisodeRows>>> cache_;  // most recent first
+  mutable std::map<std::string, std::vector<double>> frame_times_;  // video path -> frame timestamps
+  std::unique_ptr<io::VideoCache> videos_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace ember::data
