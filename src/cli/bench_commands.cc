@@ -1,4 +1,6 @@
 #include <chrono>
+#include <filesystem>
+#include <set>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -7,7 +9,9 @@
 #include "ember_version.h"
 #include "ember/core/error.h"
 #include "ember/io/json.h"
+#include "ember/data/metadata.h"
 #include "ember/io/parquet/reader.h"
+#include "ember/io/video/decode_bench.h"
 
 namespace ember::cli {
 
@@ -78,6 +82,41 @@ int bench_parquet(const std::vector<std::string>& files, double min_seconds, int
   return 0;
 }
 
+// A dataset root (all its video files) or a list of video files.
+std::vector<std::string> video_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    if (!std::filesystem::is_directory(p)) {
+      files.push_back(p);
+      continue;
+    }
+    data::Metadata m = data::load_metadata(p);
+    std::set<std::string> unique;
+    for (const data::Episode& e : m.episodes)
+      for (const auto& [camera, span] : e.videos) unique.insert(m.video_file(e, camera));
+    if (unique.empty()) fail(ErrorKind::kInvalidArgument, p + ": the dataset has no video cameras");
+    files.insert(files.end(), unique.begin(), unique.end());
+  }
+  return files;
+}
+
+int run_bench_decode(const std::vector<std::string>& paths, const io::DecodeBenchOptions& o) {
+  std::vector<std::string> files = video_files(paths);
+  io::DecodeBenchResult r = io::bench_decode(files, o);
+  std::string out = "{\"bench\":\"decode\",\"reader\":\"ember\",\"device\":";
+  io::append_json_string(out, cpu_model());
+  out += ",\"commit\":\"" EMBER_GIT_COMMIT "\"";
+  out += ",\"files\":" + std::to_string(r.files) + ",\"threads\":" + std::to_string(o.threads) +
+         ",\"workers\":" + std::to_string(o.workers);
+  out += ",\"sequential_frames\":" + std::to_string(r.sequential_frames) + ",\"sequential_fps\":";
+  io::append_double(out, r.sequential_fps);
+  out += ",\"random_frames\":" + std::to_string(r.random_frames) + ",\"random_fps\":";
+  io::append_double(out, r.random_fps);
+  out += ",\"random_seeks\":" + std::to_string(r.random_seeks) + "}\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void add_bench_commands(CLI::App& app, Action& action) {
@@ -96,6 +135,22 @@ void add_bench_commands(CLI::App& app, Action& action) {
   pq->callback([args, &action] {
     action = [args] { return bench_parquet(args->files, args->min_seconds, args->min_repeats); };
   });
+
+  struct DecodeArgs {
+    std::vector<std::string> paths;
+    io::DecodeBenchOptions options;
+  };
+  auto d = std::make_shared<DecodeArgs>();
+  CLI::App* dec = bench->add_subcommand("decode", "video decode frames/s: sequential and random access");
+  dec->add_option("PATH", d->paths, "a LeRobot dataset root, or video files")->required();
+  dec->add_option("--threads", d->options.threads, "decoder threads per file (0: FFmpeg chooses; default 1)")
+      ->check(CLI::NonNegativeNumber);
+  dec->add_option("--workers", d->options.workers, "files decoded in parallel (default 1)")->check(CLI::PositiveNumber);
+  dec->add_option("--random_per_file", d->options.random_per_file, "random-access frames per file (default 64)")
+      ->check(CLI::NonNegativeNumber);
+  dec->add_option("--width", d->options.width, "resize width (with --height)")->check(CLI::NonNegativeNumber);
+  dec->add_option("--height", d->options.height, "resize height (with --width)")->check(CLI::NonNegativeNumber);
+  dec->callback([d, &action] { action = [d] { return run_bench_decode(d->paths, d->options); }; });
 }
 
 }  // namespace ember::cli

@@ -13,6 +13,8 @@ using Action = std::function<int()>;
 void add_data_commands(CLI::App& app, Action& action);
 void add_bench_commands(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
+// `data check` and `data sample`, added to the `data` subcommand.
+void add_dataset_commands(CLI::App& data, Action& action);
 
 // Prints a LeRobot dataset's summary (`ember data info`); returns the exit status.
 int print_dataset_info(const std::string& root, bool json);

@@ -139,6 +139,8 @@ void add_data_commands(CLI::App& app, Action& action) {
   ic->add_flag("--json", info->json, "print one JSON object");
   ic->callback([info, &action] { action = [info] { return print_dataset_info(info->path, info->json); }; });
 
+  add_dataset_commands(*data, action);
+
   CLI::App* pq = data->add_subcommand("parquet", "print a Parquet file's schema, row groups and rows");
   pq->add_option("FILE", args->file, "Parquet file")->required();
   pq->add_flag("--json", args->json, "print only the rows, one JSON object per line");

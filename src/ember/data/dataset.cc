@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ember/core/error.h"
+#include "ember/data/check.h"
 #include "ember/io/parquet/reader.h"
 #include "ember/io/video/video_decoder.h"
 
@@ -120,11 +121,7 @@ double Dataset::start_correction(const std::string& path, double from_timestamp)
     std::lock_guard<std::mutex> lock(mu_);
     frame_times_[path] = times;
   }
-  // the first frame at or after from_timestamp, less half a frame period
-  double half = 0.5 / meta_.info.fps;
-  auto first = std::lower_bound(times.begin(), times.end(), from_timestamp - half);
-  if (first == times.end() || *first - from_timestamp > half) return 0;  // let the decoder report it
-  return *first - from_timestamp;
+  return episode_start_correction(times, from_timestamp, meta_.info.fps);
 }
 
 std::vector<io::Image> Dataset::video_frames(const Episode& e, const std::string& camera, const std::vector<double>& ts) const {

@@ -1,0 +1,145 @@
+// `ember data check` and `ember data sample`: whole-dataset validation and one training sample.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/data/check.h"
+#include "ember/data/dataset.h"
+
+namespace ember::cli {
+
+namespace {
+
+int run_check(const std::string& root, bool json, double tolerance) {
+  bool tty = ::isatty(STDERR_FILENO);
+  auto progress = [tty](int64_t done, int64_t total) {
+    if (tty) std::fprintf(stderr, "\rchecking files %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
+    else if (done == total || done % 100 == 0)
+      std::fprintf(stderr, "checked %lld/%lld files\n", static_cast<long long>(done), static_cast<long long>(total));
+  };
+  data::CheckReport r = data::check_dataset(root, tolerance, progress);
+  if (tty) std::fprintf(stderr, "\n");
+  if (json) {
+    nlohmann::ordered_json j;
+    j["path"] = root;
+    j["ok"] = r.problems.empty();
+    j["episodes"] = r.episodes;
+    j["frames"] = r.frames;
+    j["data_files"] = r.data_files;
+    j["video_files"] = r.video_files;
+    j["problems"] = nlohmann::json::array();
+    for (const auto& p : r.problems) j["problems"].push_back({{"file", p.file}, {"message", p.message}});
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    for (const auto& p : r.problems) {
+      // messages from the readers already start with the file's name
+      if (p.message.rfind(p.file, 0) == 0) std::printf("%s\n", p.message.c_str());
+      else std::printf("%s: %s\n", p.file.c_str(), p.message.c_str());
+    }
+    std::printf("%s: %s (%lld episodes, %lld frames, %lld data files, %lld video files)\n", root.c_str(),
+                r.problems.empty() ? "ok" : (std::to_string(r.problems.size()) + " problems").c_str(),
+                static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
+                static_cast<long long>(r.data_files), static_cast<long long>(r.video_files));
+  }
+  return r.problems.empty() ? 0 : 1;
+}
+
+// "KEY=a,b,c": offsets in seconds, as LeRobot's delta_timestamps
+std::pair<std::string, std::vector<double>> parse_delta(const std::string& arg) {
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail(ErrorKind::kInvalidArgument, "--delta " + arg + ": expected KEY=OFFSET[,OFFSET...] (seconds)");
+  std::vector<double> offsets;
+  std::string rest = arg.substr(eq + 1);
+  size_t pos = 0;
+  while (pos <= rest.size()) {
+    size_t comma = rest.find(',', pos);
+    std::string tok = rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    double v = std::strtod(tok.c_str(), &end);
+    if (tok.empty() || end != tok.c_str() + tok.size() || !std::isfinite(v))
+      fail(ErrorKind::kInvalidArgument, "--delta " + arg + ": '" + tok + "' is not a number of seconds");
+    offsets.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return {arg.substr(0, eq), offsets};
+}
+
+void write_file(const std::string& path, const void* data, size_t n) {
+  AtomicFile f(path);
+  f.write(data, n);
+  f.commit();
+}
+
+int run_sample(const std::string& root, int64_t index, const std::string& out, const std::vector<std::string>& deltas) {
+  namespace fs = std::filesystem;
+  data::DatasetOptions opt;
+  for (const std::string& d : deltas) opt.delta_timestamps.insert(parse_delta(d));
+  data::Dataset ds(root, opt);
+  data::Item item = ds.get(index);  // everything decoded before anything is written
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) fail(ErrorKind::kIO, out + ": cannot create the output directory: " + ec.message());
+  nlohmann::ordered_json j;
+  j["index"] = item.index;
+  j["episode_index"] = item.episode_index;
+  j["frame_index"] = item.frame_index;
+  j["timestamp"] = item.timestamp;
+  j["task"] = item.task;
+  for (const auto& [key, v] : item.values) j["features"][key] = {{"dtype", v.dtype}, {"shape", v.shape}, {"values", v.data}};
+  for (const auto& [key, pad] : item.is_pad) j["is_pad"][key + "_is_pad"] = pad;
+  for (const auto& [cam, images] : item.images) {
+    const auto& d = opt.delta_timestamps.count(cam) ? opt.delta_timestamps.at(cam) : std::vector<double>{0.0};
+    for (size_t k = 0; k < images.size(); ++k) {
+      std::string name = cam + (images.size() > 1 ? "_t" + std::to_string(k) : "") + ".png";
+      std::vector<uint8_t> png = io::encode_png(images[k]);
+      write_file((fs::path(out) / name).string(), png.data(), png.size());
+      j["images"][cam].push_back({{"file", name}, {"offset_s", d[k]}, {"width", images[k].width}, {"height", images[k].height}});
+    }
+  }
+  std::string text = j.dump(2) + "\n";
+  write_file((fs::path(out) / "sample.json").string(), text.data(), text.size());
+  std::printf("wrote %s/sample.json and %zu camera images (episode %lld, frame %lld, task \"%s\")\n", out.c_str(),
+              [&] { size_t n = 0; for (auto& [c, v] : item.images) n += v.size(); return n; }(),
+              static_cast<long long>(item.episode_index), static_cast<long long>(item.frame_index), item.task.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_dataset_commands(CLI::App& data, Action& action) {
+  struct CheckArgs {
+    std::string path;
+    bool json = false;
+    double tolerance = 1e-4;
+  };
+  auto ca = std::make_shared<CheckArgs>();
+  CLI::App* check = data.add_subcommand("check", "validate every file of a LeRobot dataset; exit 1 if any problem");
+  check->add_option("PATH", ca->path, "dataset root")->required();
+  check->add_flag("--json", ca->json, "print one JSON object");
+  check->add_option("--tolerance_s", ca->tolerance, "timestamp tolerance in seconds (default 1e-4, as LeRobot)")
+      ->check(CLI::PositiveNumber);
+  check->callback([ca, &action] { action = [ca] { return run_check(ca->path, ca->json, ca->tolerance); }; });
+
+  struct SampleArgs {
+    std::string path, out;
+    int64_t index = 0;
+    std::vector<std::string> deltas;
+  };
+  auto sa = std::make_shared<SampleArgs>();
+  CLI::App* sample = data.add_subcommand("sample", "write one training sample: sample.json and a PNG per camera and offset");
+  sample->add_option("PATH", sa->path, "dataset root")->required();
+  sample->add_option("--index", sa->index, "global frame index")->required()->check(CLI::NonNegativeNumber);
+  sample->add_option("--out", sa->out, "output directory")->required();
+  sample->add_option("--delta", sa->deltas, "KEY=OFFSETS: delta timestamps in seconds, e.g. action=0,0.0333 (repeatable)");
+  sample->callback([sa, &action] { action = [sa] { return run_sample(sa->path, sa->index, sa->out, sa->deltas); }; });
+}
+
+}  // namespace ember::cli
