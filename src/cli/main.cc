@@ -4,10 +4,12 @@
 #include "cli/commands.h"
 #include "ember_version.h"
 #include "ember/core/error.h"
+#include "ember/io/video/video_decoder.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: native training platform for robot vision-language-action policies"};
-  app.set_version_flag("--version", std::string("ember 0.1.0 (") + EMBER_GIT_COMMIT + ")");
+  app.set_version_flag("--version", std::string("ember 0.1.0 (") + EMBER_GIT_COMMIT + "), video support: " +
+                                        (ember::io::video_support_available() ? "FFmpeg" : "none (built without FFmpeg)"));
   app.require_subcommand(1);
   ember::cli::Action action;
   ember::cli::add_data_commands(app, action);

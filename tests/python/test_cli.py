@@ -6,6 +6,7 @@ Run by CTest: test_cli.py --ember PATH --data tests/data
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,69 @@ def main():
     user_error("bad flag value", ember, ["data", "parquet", fixture, "--head", "-3"], ["--head"])
     user_error("no subcommand", ember, ["data"], ["subcommand"])
     user_error("directory instead of a file", ember, ["data", "parquet", pq], [pq])
+
+    # LeRobot datasets: info, check, sample (the fixtures' cameras are videos)
+    video = "video support: FFmpeg" in run(ember, "--version")[1]
+    if not video:
+        print("ember was built without FFmpeg: checking the video datasets' clear error instead of check/sample")
+        user_error("video dataset without FFmpeg", ember,
+                   ["data", "sample", os.path.join(a.data, "lerobot_v3_0"), "--index", "0", "--out", "/tmp/ember-s"],
+                   ["built without video support"])
+    for name in ("lerobot_v2_1", "lerobot_v3_0") if video else ():
+        root = os.path.join(a.data, name)
+        rc, out, err = run(ember, "data", "info", root, "--json")
+        info = json.loads(out) if rc == 0 else {}
+        check(f"info {name}", rc == 0 and info.get("total_episodes") in (3, 5) and len(info.get("cameras", [])) == 2,
+              out + err)
+        rc, out, err = run(ember, "data", "check", root)
+        check(f"check {name} is clean", rc == 0 and out.strip().endswith("video files)") and "ok (" in out, out + err)
+    with tempfile.TemporaryDirectory() as tmp:
+      if video:
+          broken = os.path.join(tmp, "broken")
+          shutil.copytree(os.path.join(a.data, "lerobot_v3_0"), broken)
+          os.remove(os.path.join(broken, "videos", "observation.images.wrist", "chunk-000", "file-001.mp4"))
+          data_file = os.path.join(broken, "data", "chunk-000", "file-000.parquet")
+          with open(data_file, "rb") as f:
+              head = f.read()
+          with open(data_file, "wb") as f:
+              f.write(head[: len(head) // 2])
+          rc, out, err = run(ember, "data", "check", broken, "--json")
+          rep = json.loads(out) if out.strip() else {}
+          files = [p["file"] for p in rep.get("problems", [])]
+          check("check lists each broken file", rc == 1 and any("file-001.mp4" in f for f in files)
+                and any("file-000.parquet" in f for f in files) and len(files) == 2, out + err)
+          info_path = os.path.join(broken, "meta", "info.json")
+          info = json.load(open(info_path))
+          info["total_frames"] = 999
+          json.dump(info, open(info_path, "w"))
+          rc, out, err = run(ember, "data", "check", broken)
+          check("check reports info.json contradicting the episodes",
+                rc == 1 and "total_frames" in out and "info.json" in out, out + err)
+          user_error("info on a path without meta/", ember, ["data", "info", broken + "/nope"], ["nope"])
+          user_error("sample with a contradicting info.json", ember,
+                     ["data", "sample", broken, "--index", "0", "--out", os.path.join(tmp, "s")], ["total_frames"])
+
+          out_dir = os.path.join(tmp, "sample")
+          root = os.path.join(a.data, "lerobot_v3_0")
+          rc, out, err = run(ember, "data", "sample", root, "--index", "44", "--out", out_dir,
+                             "--delta", "action=-0.0333333333,0,0.0333333333")
+          sample = json.load(open(os.path.join(out_dir, "sample.json"))) if rc == 0 else {}
+          check("sample writes json and camera PNGs",
+                rc == 0 and sample["index"] == 44 and sample["features"]["action"]["shape"] == [3, 7]
+                and sample["is_pad"]["action_is_pad"] == [1, 0, 0]
+                and os.path.exists(os.path.join(out_dir, "observation.images.top.png")), out + err)
+          user_error("sample index out of range", ember, ["data", "sample", root, "--index", "261", "--out", out_dir],
+                     ["261", "out of range"])
+          user_error("sample bad delta", ember,
+                     ["data", "sample", root, "--index", "1", "--out", out_dir, "--delta", "action=0,0.01"],
+                     ["multiple of 1/fps"])
+          user_error("sample unknown delta key", ember,
+                     ["data", "sample", root, "--index", "1", "--out", out_dir, "--delta", "nope=0"], ["nope"])
+          user_error("info on a missing dataset", ember, ["data", "info", os.path.join(tmp, "none")], ["info.json"])
+
+    if video:
+        rc, out, err = run(ember, "bench", "decode", os.path.join(a.data, "lerobot_v2_1"), "--random_per_file", "4")
+        check("bench decode prints a JSON line", rc == 0 and json.loads(out)["sequential_frames"] == 135 * 2, out + err)
 
     # the benchmark prints one JSON line with its figures
     rc, out, err = run(ember, "bench", "parquet", fixture, "--min_seconds", "0.05", "--min_repeats", "2")
