@@ -11,10 +11,17 @@ namespace {
 
 const std::string kData = EMBER_TEST_DATA;
 
+// The fixtures' cameras are videos: without FFmpeg the tabular tests run with cameras off.
+DatasetOptions tabular_options() {
+  DatasetOptions o;
+  o.decode_images = io::video_support_available();
+  return o;
+}
+
 class DatasetTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DatasetTest, EveryItemIsItsOwnFrame) {
-  Dataset ds(kData + "/" + GetParam());
+  Dataset ds(kData + "/" + GetParam(), tabular_options());
   ASSERT_GT(ds.size(), 0);
   for (int64_t i = ds.size() - 1; i >= 0; --i) {  // backwards: exercises the episode cache
     Item it = ds.get(i);
@@ -34,7 +41,7 @@ TEST_P(DatasetTest, EveryItemIsItsOwnFrame) {
 }
 
 TEST_P(DatasetTest, DeltaTimestampsClampAndPad) {
-  DatasetOptions o;
+  DatasetOptions o = tabular_options();
   o.delta_timestamps["action"] = {-2 / 30.0, 0.0, 1 / 30.0, 2 / 30.0};
   o.delta_timestamps["index"] = {-2 / 30.0, 0.0, 1 / 30.0, 2 / 30.0};
   Dataset ds(kData + "/" + GetParam(), o);
@@ -102,10 +109,10 @@ TEST_P(DatasetTest, CameraDeltasClampAtEpisodeEdges) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, DatasetTest, ::testing::Values("lerobot_v2_1", "lerobot_v3_0"));
 
 TEST(Dataset, DeltaOffsetsMustBeMultiplesOfTheFramePeriod) {
-  DatasetOptions o;
+  DatasetOptions o = tabular_options();
   o.delta_timestamps["action"] = {0.0, 0.01};
   EXPECT_THROW(Dataset(kData + "/lerobot_v3_0", o), Error);
-  DatasetOptions bad_key;
+  DatasetOptions bad_key = tabular_options();
   bad_key.delta_timestamps["nope"] = {0.0};
   EXPECT_THROW(Dataset(kData + "/lerobot_v3_0", bad_key), Error);
 }
