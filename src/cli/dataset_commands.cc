@@ -11,6 +11,8 @@
 #include "ember/core/file.h"
 #include "ember/data/check.h"
 #include "ember/data/dataset.h"
+#include "ember/data/recompute_stats.h"
+#include "ember/data/stats.h"
 
 namespace ember::cli {
 
@@ -112,9 +114,58 @@ int run_sample(const std::string& root, int64_t index, const std::string& out, c
   return 0;
 }
 
+int run_stats(const std::string& root, bool write) {
+  bool tty = ::isatty(STDERR_FILENO);
+  auto progress = [tty](int64_t done, int64_t total) {
+    if (tty) std::fprintf(stderr, "\rcomputing statistics: episode %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
+    else if (done == total || done % 50 == 0)
+      std::fprintf(stderr, "computed statistics of %lld/%lld episodes\n", static_cast<long long>(done), static_cast<long long>(total));
+  };
+  auto stats = data::recompute_stats(root, progress);
+  if (tty) std::fprintf(stderr, "\n");
+  data::Metadata m = data::load_metadata(root);
+  // compare with what the dataset holds
+  std::printf("%-32s %-6s %14s\n", "feature", "stat", "max |new - stored|");
+  for (const auto& [key, fs] : stats) {
+    for (const auto& [name, v] : fs) {
+      auto f = m.stats.find(key);
+      std::string diff = "(not stored)";
+      if (f != m.stats.end() && f->second.count(name)) {
+        const auto& old = f->second.at(name);
+        if (old.size() != v.size()) {
+          diff = "(shape differs)";
+        } else {
+          double d = 0;
+          for (size_t i = 0; i < v.size(); ++i) d = std::max(d, std::abs(v[i] - old[i]));
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.3g", d);
+          diff = buf;
+        }
+      }
+      std::printf("%-32s %-6s %14s\n", key.c_str(), name.c_str(), diff.c_str());
+    }
+  }
+  if (write) {
+    std::string path = m.root + "/meta/stats.json";
+    data::write_stats_json(path, stats, m.info.features);
+    std::printf("wrote %s\n", path.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_dataset_commands(CLI::App& data, Action& action) {
+  struct StatsArgs {
+    std::string path;
+    bool write = false;
+  };
+  auto st = std::make_shared<StatsArgs>();
+  CLI::App* stats = data.add_subcommand("stats", "recompute normalisation statistics and compare them with meta/stats.json");
+  stats->add_option("PATH", st->path, "dataset root")->required();
+  stats->add_flag("--write", st->write, "replace meta/stats.json with the recomputed statistics (atomically)");
+  stats->callback([st, &action] { action = [st] { return run_stats(st->path, st->write); }; });
+
   struct CheckArgs {
     std::string path;
     bool json = false;

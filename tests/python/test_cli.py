@@ -137,6 +137,14 @@ def main():
                      ["multiple of 1/fps"])
           user_error("sample unknown delta key", ember,
                      ["data", "sample", root, "--index", "1", "--out", out_dir, "--delta", "nope=0"], ["nope"])
+          copy = os.path.join(tmp, "copy")
+          shutil.copytree(os.path.join(a.data, "lerobot_v2_1"), copy)
+          before = json.load(open(os.path.join(copy, "meta", "stats.json")))
+          rc, out, err = run(ember, "data", "stats", copy, "--write")
+          after = json.load(open(os.path.join(copy, "meta", "stats.json")))
+          same = all(abs(x - y) < 1e-6 for x, y in zip(before["action"]["mean"], after["action"]["mean"]))
+          check("stats --write recomputes stats.json", rc == 0 and "wrote" in out and same
+                and "q99" in after["observation.state"] and "observation.images.top" in after, out + err)
           user_error("info on a missing dataset", ember, ["data", "info", os.path.join(tmp, "none")], ["info.json"])
 
     if video:
