@@ -35,14 +35,15 @@ class ChunkDecoder {
   ChunkDecoder(const Node& leaf, Codec codec, const std::string& what)
       : leaf_(leaf), codec_(codec), what_(what), width_(stored_width(leaf)) {}
 
-  // Decodes one page; returns the number of level entries it held.
-  int64_t page(const PageHeader& h, const uint8_t* data, size_t size) {
+  // Decodes one page; returns the number of level entries it held. A data page may hold at
+  // most `entries_left` entries (what the chunk's num_values leaves for it).
+  int64_t page(const PageHeader& h, const uint8_t* data, size_t size, int64_t entries_left) {
     if (h.uncompressed_page_size < 0 || h.uncompressed_page_size > kMaxPageBytes)
       corrupt("page header has uncompressed_page_size " + std::to_string(h.uncompressed_page_size));
     switch (h.type) {
       case PageType::kDictionaryPage: dictionary_page(h, data, size); return 0;
-      case PageType::kDataPage: return data_page_v1(h, data, size);
-      case PageType::kDataPageV2: return data_page_v2(h, data, size);
+      case PageType::kDataPage: return data_page_v1(h, data, size, entries_left);
+      case PageType::kDataPageV2: return data_page_v2(h, data, size, entries_left);
       case PageType::kIndexPage: return 0;
     }
     corrupt("unknown page type " + std::to_string(int(h.type)));
@@ -83,10 +84,10 @@ class ChunkDecoder {
     has_dict_ = true;
   }
 
-  int64_t data_page_v1(const PageHeader& h, const uint8_t* data, size_t size) {
+  int64_t data_page_v1(const PageHeader& h, const uint8_t* data, size_t size, int64_t entries_left) {
     if (!h.data_page) corrupt("data page without a data_page_header");
     const DataPageHeader& d = *h.data_page;
-    check_count(d.num_values);
+    check_count(d.num_values, entries_left);
     size_t n = size_t(d.num_values);
     const uint8_t* p = inflate(data, size, size_t(h.uncompressed_page_size));
     size_t left = size_t(h.uncompressed_page_size);
@@ -97,10 +98,10 @@ class ChunkDecoder {
     return int64_t(n);
   }
 
-  int64_t data_page_v2(const PageHeader& h, const uint8_t* data, size_t size) {
+  int64_t data_page_v2(const PageHeader& h, const uint8_t* data, size_t size, int64_t entries_left) {
     if (!h.data_page_v2) corrupt("data page v2 without a data_page_header_v2");
     const DataPageHeaderV2& d = *h.data_page_v2;
-    check_count(d.num_values);
+    check_count(d.num_values, entries_left);
     size_t n = size_t(d.num_values);
     int64_t rl = d.repetition_levels_byte_length, dl = d.definition_levels_byte_length;
     if (rl < 0 || dl < 0 || rl + dl > int64_t(size) || rl + dl > h.uncompressed_page_size)
@@ -120,8 +121,13 @@ class ChunkDecoder {
     return int64_t(n);
   }
 
-  void check_count(int32_t n) const {
+  // Checked before anything is allocated for the page's values: RLE levels let a few bytes
+  // stand for any number of them.
+  void check_count(int32_t n, int64_t entries_left) const {
     if (n < 0 || n > kMaxPageValues) corrupt("data page has num_values " + std::to_string(n));
+    if (n > entries_left)
+      corrupt("data page has num_values " + std::to_string(n) + ", more than the " + std::to_string(entries_left) +
+              " the column chunk's num_values leaves for it");
   }
 
   void levels_v1(Encoding enc, int16_t max_level, const uint8_t*& p, size_t& left, size_t n,
@@ -220,6 +226,7 @@ class ChunkDecoder {
     if (!has_dict_) corrupt("dictionary-encoded page but the chunk has no dictionary page");
     if (n == 0) return;
     if (size < 1) corrupt("dictionary indices: page has no bit width byte");
+    if (dict_count_ == 0) corrupt("dictionary-encoded page but the dictionary page holds no values");
     std::string what = what_ + ": dictionary indices";
     RleDecoder dec(p + 1, size - 1, p[0], &what);
     idx_.resize(n);
@@ -284,6 +291,7 @@ class ChunkDecoder {
   void delta_binary_packed(const uint8_t* p, size_t size, size_t n) {
     if (leaf_.physical != PhysicalType::kInt32 && leaf_.physical != PhysicalType::kInt64)
       fail_unsupported(what_ + ": DELTA_BINARY_PACKED is not supported for " + std::string(physical_type_name(leaf_.physical)));
+    check_delta_binary_packed_count(p, size, n, what_);
     size_t at = out_.values.fixed.size();
     out_.values.fixed.resize(at + n * width_);
     decode_delta_binary_packed(p, size, width_, n, out_.values.fixed.data() + at, what_);
@@ -291,6 +299,7 @@ class ChunkDecoder {
 
   // Lengths (DELTA_BINARY_PACKED int32) followed by the concatenated bytes.
   size_t delta_lengths(const uint8_t* p, size_t size, size_t n, std::vector<int32_t>& lens) {
+    check_delta_binary_packed_count(p, size, n, what_);
     lens.resize(n);
     return decode_delta_binary_packed(p, size, 4, n, reinterpret_cast<uint8_t*>(lens.data()), what_);
   }
@@ -340,7 +349,8 @@ class ChunkDecoder {
 
 }  // namespace
 
-LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const Node& leaf, const std::string& what) {
+LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const Node& leaf, int64_t num_rows,
+                           const std::string& what) {
   if (!chunk.file_path.empty())
     fail_unsupported(what + ": column chunk stored in another file (" + chunk.file_path + ")");
   if (!chunk.has_meta_data) fail_corrupt(what + ": column chunk has no meta_data");
@@ -356,6 +366,10 @@ LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const
     fail_corrupt(what + ": column chunk at offset " + std::to_string(start) + " of " + std::to_string(len) +
                  " bytes lies outside the file (" + std::to_string(source.size()) + " bytes)");
   if (m.num_values < 0) fail_corrupt(what + ": column chunk has num_values " + std::to_string(m.num_values));
+  // a leaf outside any list has one level entry per row
+  if (leaf.max_rep == 0 && m.num_values != num_rows)
+    fail_corrupt(what + ": column chunk has num_values " + std::to_string(m.num_values) + ", the row group has " +
+                 std::to_string(num_rows) + " rows");
   std::vector<uint8_t> bytes = source.read(uint64_t(start), uint64_t(len));
 
   ChunkDecoder dec(leaf, m.codec, what);
@@ -370,7 +384,7 @@ LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const
     pos += consumed;
     if (h.compressed_page_size < 0 || size_t(h.compressed_page_size) > bytes.size() - pos)
       fail_corrupt(what + ": page of " + std::to_string(h.compressed_page_size) + " bytes runs past the column chunk");
-    seen += dec.page(h, bytes.data() + pos, size_t(h.compressed_page_size));
+    seen += dec.page(h, bytes.data() + pos, size_t(h.compressed_page_size), m.num_values - seen);
     pos += size_t(h.compressed_page_size);
   }
   if (seen != m.num_values)

@@ -27,7 +27,11 @@ struct LeafData {
   DenseValues values;           // the non-null values, in order
 };
 
-// Reads the chunk of `leaf` in `chunk` from `source`. `what` is "<file>: column '<name>'".
-LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const Node& leaf, const std::string& what);
+// Reads the chunk of `leaf` in `chunk` from `source`; `num_rows` is the row group's. Throws
+// kCorruption for malformed pages, or for value counts that disagree with the chunk's
+// metadata or the row group (checked before values are decoded), kUnsupported for codecs and
+// encodings ember does not read. `what` is "<file>: column '<name>'".
+LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const Node& leaf, int64_t num_rows,
+                           const std::string& what);
 
 }  // namespace ember::io::parquet

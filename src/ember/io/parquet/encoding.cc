@@ -202,19 +202,47 @@ void decode_byte_stream_split(const uint8_t* data, size_t size, size_t width, si
 
 // ---- DELTA_BINARY_PACKED ----
 
+namespace {
+
+struct DeltaHeader {
+  uint64_t block_size = 0, miniblocks = 0, total = 0, first_zz = 0;
+  size_t size = 0;  // bytes
+};
+
+[[noreturn]] void delta_corrupt(const std::string& what, const std::string& why) {
+  fail_corrupt(what + ": DELTA_BINARY_PACKED " + why);
+}
+
+// Reads and checks the header, which must announce n values.
+DeltaHeader read_delta_header(const uint8_t* data, size_t size, size_t n, const std::string& what) {
+  DeltaHeader h;
+  size_t pos = 0;
+  if (!read_uleb(data, size, pos, h.block_size) || !read_uleb(data, size, pos, h.miniblocks) ||
+      !read_uleb(data, size, pos, h.total) || !read_uleb(data, size, pos, h.first_zz))
+    delta_corrupt(what, "header runs past the end");
+  if (h.block_size == 0 || h.block_size % 128 != 0 || h.miniblocks == 0 || h.block_size % h.miniblocks != 0 ||
+      (h.block_size / h.miniblocks) % 32 != 0 || h.block_size > (1u << 20))
+    delta_corrupt(what, "header has block size " + std::to_string(h.block_size) + " with " +
+                            std::to_string(h.miniblocks) + " miniblocks");
+  if (h.total != n)
+    delta_corrupt(what, "holds " + std::to_string(h.total) + " values, the page needs " + std::to_string(n));
+  h.size = pos;
+  return h;
+}
+
+}  // namespace
+
+void check_delta_binary_packed_count(const uint8_t* data, size_t size, size_t n, const std::string& what) {
+  read_delta_header(data, size, n, what);
+}
+
 size_t decode_delta_binary_packed(const uint8_t* data, size_t size, size_t width, size_t n, uint8_t* out,
                                   const std::string& what) {
-  auto bad = [&](const std::string& why) { fail_corrupt(what + ": DELTA_BINARY_PACKED " + why); };
-  size_t pos = 0;
-  uint64_t block_size, miniblocks, total, first_zz;
-  if (!read_uleb(data, size, pos, block_size) || !read_uleb(data, size, pos, miniblocks) ||
-      !read_uleb(data, size, pos, total) || !read_uleb(data, size, pos, first_zz))
-    bad("header runs past the end");
-  if (block_size == 0 || block_size % 128 != 0 || miniblocks == 0 || block_size % miniblocks != 0 ||
-      (block_size / miniblocks) % 32 != 0 || block_size > (1u << 20))
-    bad("header has block size " + std::to_string(block_size) + " with " + std::to_string(miniblocks) + " miniblocks");
-  if (total != n) bad("holds " + std::to_string(total) + " values, the page needs " + std::to_string(n));
-  uint64_t per_mini = block_size / miniblocks;
+  auto bad = [&](const std::string& why) { delta_corrupt(what, why); };
+  const DeltaHeader hdr = read_delta_header(data, size, n, what);
+  size_t pos = hdr.size;
+  const uint64_t miniblocks = hdr.miniblocks, total = hdr.total, first_zz = hdr.first_zz;
+  uint64_t per_mini = hdr.block_size / miniblocks;
   uint64_t value = (first_zz >> 1) ^ (~(first_zz & 1) + 1);
   auto put = [&](size_t i, uint64_t v) {
     if (width == 4) { uint32_t x = uint32_t(v); std::memcpy(out + i * 4, &x, 4); }

@@ -62,8 +62,11 @@ void decode_byte_stream_split(const uint8_t* data, size_t size, size_t width, si
                               const std::string& what);
 
 // DELTA_BINARY_PACKED for int32 (width 4) or int64 (width 8): decodes n values into out and
-// returns the number of bytes consumed.
+// returns the number of bytes consumed. Throws kCorruption unless the header holds n values.
 size_t decode_delta_binary_packed(const uint8_t* data, size_t size, size_t width, size_t n, uint8_t* out,
                                   const std::string& what);
+// Checks only the header: that it is whole and holds n values (kCorruption otherwise). Lets
+// the caller verify a page's value count before it allocates room for the values.
+void check_delta_binary_packed_count(const uint8_t* data, size_t size, size_t n, const std::string& what);
 
 }  // namespace ember::io::parquet

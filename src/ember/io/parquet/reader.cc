@@ -96,7 +96,7 @@ Table FileReader::read_row_group(int i, const std::vector<std::string>& columns)
       std::string what = name() + ": column '" + n->name + "'";
       if (n->num_leaves > 1) what += " (leaf " + leaf.name + ")";
       what += ", row group " + std::to_string(i);
-      leaves.push_back(read_column_chunk(*source_, g.columns[size_t(leaf.leaf_index)], leaf, what));
+      leaves.push_back(read_column_chunk(*source_, g.columns[size_t(leaf.leaf_index)], leaf, g.num_rows, what));
     }
     t.columns.push_back(assemble(*schema_, *n, leaves, g.num_rows, name() + ": row group " + std::to_string(i)));
   }
