@@ -1,3 +1,5 @@
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -7,6 +9,11 @@
 #include "ember/io/video/video_decoder.h"
 
 int main(int argc, char** argv) {
+  // keep freed memory for reuse instead of returning it to the system after every batch:
+  // decoding allocates and frees the same large buffers again and again (pyarrow's jemalloc
+  // pools do the same)
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"ember: native training platform for robot vision-language-action policies"};
   app.set_version_flag("--version", std::string("ember 0.1.0 (") + EMBER_GIT_COMMIT + "), video support: " +
                                         (ember::io::video_support_available() ? "FFmpeg" : "none (built without FFmpeg)"));

@@ -1,6 +1,7 @@
 #include "ember/core/file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,18 +16,35 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// Reads with pread; the whole file is also mapped read-only when the system allows, so that
+// readers can decode in place without copying.
 class FileSource final : public Source {
  public:
-  FileSource(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
-  ~FileSource() override { ::close(fd_); }
+  FileSource(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {
+    if (size_ > 0) {
+      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+      if (p != MAP_FAILED) map_ = static_cast<const uint8_t*>(p);
+    }
+  }
+  ~FileSource() override {
+    if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
+    ::close(fd_);
+  }
+  const uint8_t* view(uint64_t offset, uint64_t n) const override {
+    check_range(offset, n);
+    return map_ ? map_ + offset : nullptr;
+  }
   uint64_t size() const override { return size_; }
   const std::string& name() const override { return path_; }
-  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+  void check_range(uint64_t offset, uint64_t n) const {
     if (offset > size_ || n > size_ - offset) {
       fail_corrupt(path_ + ": read of " + std::to_string(n) + " bytes at offset " +
                    std::to_string(offset) + " runs past the end of the file (" +
                    std::to_string(size_) + " bytes)");
     }
+  }
+  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    check_range(offset, n);
     while (n > 0) {
       ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
       if (got < 0) {
@@ -44,6 +62,7 @@ class FileSource final : public Source {
   std::string path_;
   int fd_;
   uint64_t size_;
+  const uint8_t* map_ = nullptr;
 };
 
 class MemorySource final : public Source {
@@ -52,13 +71,20 @@ class MemorySource final : public Source {
       : bytes_(std::move(bytes)), name_(std::move(name)) {}
   uint64_t size() const override { return bytes_.size(); }
   const std::string& name() const override { return name_; }
-  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+  void check_range(uint64_t offset, uint64_t n) const {
     if (offset > bytes_.size() || n > bytes_.size() - offset) {
       fail_corrupt(name_ + ": read of " + std::to_string(n) + " bytes at offset " +
                    std::to_string(offset) + " runs past the end (" +
                    std::to_string(bytes_.size()) + " bytes)");
     }
+  }
+  void read_at(uint64_t offset, uint64_t n, uint8_t* out) const override {
+    check_range(offset, n);
     if (n > 0) std::memcpy(out, bytes_.data() + offset, n);
+  }
+  const uint8_t* view(uint64_t offset, uint64_t n) const override {
+    check_range(offset, n);
+    return bytes_.data() + offset;
   }
 
  private:
@@ -77,6 +103,11 @@ std::vector<uint8_t> Source::read(uint64_t offset, uint64_t n) const {
   std::vector<uint8_t> out(n);
   read_at(offset, n, out.data());
   return out;
+}
+
+const uint8_t* Source::view(uint64_t offset, uint64_t n) const {
+  if (offset > size() || n > size() - offset) read(offset, n);  // throws the range error
+  return nullptr;
 }
 
 std::unique_ptr<Source> open_file(const std::string& path) {

@@ -21,6 +21,10 @@ class Source {
   virtual const std::string& name() const = 0;
 
   std::vector<uint8_t> read(uint64_t offset, uint64_t n) const;
+  // The bytes [offset, offset + n) in place when the source holds them in memory (a memory
+  // source, or a memory-mapped file), else nullptr; valid while the source lives. Throws like
+  // read_at when the range runs past the end.
+  virtual const uint8_t* view(uint64_t offset, uint64_t n) const;
 };
 
 // Opens a file for reading; throws kNotFound / kIO naming the path.

@@ -148,6 +148,9 @@ class ChunkDecoder {
     size_t at = out.size();
     out.resize(at + n);
     dec.decode(out.data() + at, n);
+    // a level over the maximum is only possible when the bit width can hold more than it
+    const int bw = bit_width_for(uint32_t(max_level));
+    if ((1 << bw) - 1 == max_level) return;
     for (size_t i = at; i < at + n; ++i)
       if (out[i] > max_level) corrupt(std::string(kind) + " level " + std::to_string(out[i]) + " is over the maximum " + std::to_string(max_level));
   }
@@ -370,21 +373,28 @@ LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const
   if (leaf.max_rep == 0 && m.num_values != num_rows)
     fail_corrupt(what + ": column chunk has num_values " + std::to_string(m.num_values) + ", the row group has " +
                  std::to_string(num_rows) + " rows");
-  std::vector<uint8_t> bytes = source.read(uint64_t(start), uint64_t(len));
+  // decode in place from a mapped file; otherwise read the chunk once
+  std::vector<uint8_t> copy;
+  const uint8_t* data = source.view(uint64_t(start), uint64_t(len));
+  if (!data) {
+    copy = source.read(uint64_t(start), uint64_t(len));
+    data = copy.data();
+  }
+  const size_t size = size_t(len);
 
   ChunkDecoder dec(leaf, m.codec, what);
   size_t pos = 0;
   int64_t seen = 0;
   while (seen < m.num_values) {
-    if (pos >= bytes.size())
+    if (pos >= size)
       fail_corrupt(what + ": column chunk ends after " + std::to_string(seen) + " of its " +
                    std::to_string(m.num_values) + " values");
     size_t consumed = 0;
-    PageHeader h = decode_page_header(bytes.data() + pos, bytes.size() - pos, what + ": page header", &consumed);
+    PageHeader h = decode_page_header(data + pos, size - pos, what + ": page header", &consumed);
     pos += consumed;
-    if (h.compressed_page_size < 0 || size_t(h.compressed_page_size) > bytes.size() - pos)
+    if (h.compressed_page_size < 0 || size_t(h.compressed_page_size) > size - pos)
       fail_corrupt(what + ": page of " + std::to_string(h.compressed_page_size) + " bytes runs past the column chunk");
-    seen += dec.page(h, bytes.data() + pos, size_t(h.compressed_page_size), m.num_values - seen);
+    seen += dec.page(h, data + pos, size_t(h.compressed_page_size), m.num_values - seen);
     pos += size_t(h.compressed_page_size);
   }
   if (seen != m.num_values)

@@ -49,6 +49,17 @@ void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, 
   }
   const uint64_t mask = (uint64_t(1) << width) - 1;
   size_t i = 0;
+  // byte-aligned narrow values (levels): whole bytes at a time
+  if ((bit_pos & 7) == 0 && (width == 1 || width == 2 || width == 4 || width == 8)) {
+    const int per_byte = 8 / width;
+    const uint8_t* p = data + (bit_pos >> 3);
+    const size_t bytes = std::min<size_t>(n / size_t(per_byte), size - size_t(bit_pos >> 3));
+    for (size_t b = 0; b < bytes; ++b) {
+      uint32_t v = p[b];
+      for (int k = 0; k < per_byte; ++k) out[i++] = (v >> (k * width)) & uint32_t(mask);
+    }
+    bit_pos += uint64_t(bytes) * 8;
+  }
   // while a whole 8-byte load stays inside the buffer, load without bounds checks
   // (a value starts at most 7 bits into its byte and is at most 32 bits wide: one load holds it)
   if (size >= 8) {
