@@ -1,5 +1,8 @@
 // LeRobot metadata of the v2.1 and v3.0 fixtures, and lenient / strict parsing of info.json.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "ember/core/error.h"
 #include "ember/data/metadata.h"
@@ -50,6 +53,20 @@ TEST(Metadata, ReadsV30Fixture) {
   EXPECT_GT(m.episodes[1].videos.at("observation.images.top").from_timestamp, 1.4);
   ASSERT_EQ(m.tasks.size(), 3u);
   EXPECT_EQ(m.info.cameras().size(), 2u);
+}
+
+// LeRobot 0.4's recorder writes the task strings as an unnamed pandas index
+// (column "__index_level_0__"), not as a column named "task".
+TEST(Metadata, TasksAsAnUnnamedPandasIndex) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("ember_tasks_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::copy(kData + "/lerobot_v3_0", root, fs::copy_options::recursive);
+  fs::copy_file(kData + "/parquet/tasks_lerobot_recorder.parquet", root / "meta" / "tasks.parquet",
+                fs::copy_options::overwrite_existing);
+  Metadata m = load_metadata(root.string());
+  EXPECT_EQ(m.tasks, (std::vector<std::string>{"pick up the cube", "open the drawer"}));
+  fs::remove_all(root);
 }
 
 TEST(Info, LenientFields) {

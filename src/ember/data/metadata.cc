@@ -96,6 +96,24 @@ const io::Column& need_column(const io::Table& t, const std::string& name, io::T
   return *c;
 }
 
+// The column of tasks.parquet that holds the task strings: they are the pandas index, which
+// is named "task" when the DataFrame's index had that name, and "__index_level_0__" when it
+// had none (LeRobot's recorder writes it so); the pandas metadata says which.
+std::string task_string_column(const io::parquet::FileReader& reader) {
+  std::vector<std::string> names = reader.column_names();
+  auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  if (has("task")) return "task";
+  for (const auto& kv : reader.metadata().key_value_metadata) {
+    if (kv.key != "pandas") continue;
+    json pandas = json::parse(kv.value, nullptr, false);
+    if (pandas.is_object() && pandas.contains("index_columns") && pandas["index_columns"].is_array())
+      for (const json& c : pandas["index_columns"])
+        if (c.is_string() && has(c.get<std::string>())) return c.get<std::string>();
+  }
+  if (has("__index_level_0__")) return "__index_level_0__";
+  fail_corrupt(reader.name() + ": no task strings (neither a 'task' column nor a pandas index column)");
+}
+
 void load_v3(Metadata& m) {
   std::string dir = m.root + "/meta/episodes";
   std::vector<std::string> files = parquet_files_under(dir);
@@ -140,9 +158,10 @@ void load_v3(Metadata& m) {
   std::sort(m.episodes.begin(), m.episodes.end(), [](const Episode& a, const Episode& b) { return a.index < b.index; });
   std::string task_path = m.root + "/meta/tasks.parquet";
   auto reader = io::parquet::FileReader::open(task_path);
-  io::Table t = reader->read({"task_index", "task"});
+  std::string task_column = task_string_column(*reader);
+  io::Table t = reader->read({"task_index", task_column});
   auto idx = need_column(t, "task_index", io::TypeId::kInt64, task_path).data<int64_t>();
-  const io::Column& task = need_column(t, "task", io::TypeId::kString, task_path);
+  const io::Column& task = need_column(t, task_column, io::TypeId::kString, task_path);
   for (int64_t r = 0; r < t.num_rows(); ++r) {
     int64_t i = idx[size_t(r)];
     if (i < 0 || i > 10'000'000) fail_corrupt(task_path + ": task_index " + std::to_string(i) + " out of range");
