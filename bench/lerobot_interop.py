@@ -3,7 +3,14 @@
 DatasetWriter wrote and every frame, state, action, image and task matches what was written.
 Also compares ember's statistics with LeRobot's compute_stats on the same frames.
 
-  python bench/lerobot_interop.py --write-tool build/bin/dataset_write_tool [--log bench/results/lerobot_interop.log]
+  python bench/lerobot_interop.py --write-tool build/bin/dataset_write_tool \
+      [--video-tool build/bin/video_dataset_tool] [--log bench/results/lerobot_interop.log]
+
+With --video-tool (tests/tools/video_dataset_tool.cc) it also (a) opens an ember-written v3.0
+dataset with two video cameras in LeRobot and compares every decoded frame with ember's own
+decoding (and the stripe index each frame shows), and (b) converts tests/data/lerobot_v2_1 with
+ember's convert_v21_to_v30, opens the result in LeRobot and compares it, item by item, with
+LeRobot's own conversion of the same fixture.
 
 Needs a Python with `lerobot` installed (not part of CI: `pip install lerobot` into its own
 venv). The write tool (tests/tools/dataset_write_tool.cc) writes OUT/v30 and OUT/v21 plus the
@@ -179,11 +186,127 @@ def compare_stats(root, expected, images):
     log(f"stats.json vs LeRobot aggregate_stats of the episodes' stats: max |diff| {worst_agg:.1e}")
 
 
+VIDEO_CAMERAS = {"observation.images.top": (64, 96), "observation.images.wrist": (80, 96)}
+FIXTURE_V21 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "lerobot_v2_1")
+
+
+def stripe_index(rgb):
+    """The index a frame shows: 12 stripes (bit 11 left) in the top half, green channel."""
+    h = rgb.shape[0]
+    v = 0
+    for b in range(12):
+        v = v * 2 + int(rgb[h // 8:h * 3 // 8, b * 8 + 2:b * 8 + 6, 1].astype(np.float64).mean() > 128)
+    return v
+
+
+def to_rgb(img):
+    """LeRobot's (3, h, w) float32 in [0, 1] as (h, w, 3) uint8."""
+    import torch
+
+    return (img.permute(1, 2, 0) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
+
+
+def read_frames(path, n, cams):
+    """Raw RGB frames written in order item, camera (cams: key -> (h, w), in file order)."""
+    blob = open(path, "rb").read()
+    frames, pos = {}, 0
+    for i in range(n):
+        for cam, (h, w) in cams.items():
+            frames[(i, cam)] = np.frombuffer(blob, np.uint8, h * w * 3, pos).reshape(h, w, 3)
+            pos += h * w * 3
+    check(pos == len(blob), f"{path}: {len(blob)} bytes, expected {pos}")
+    return frames
+
+
+def compare_video_dataset(tool, out):
+    """(a) ember-written v3.0 with video cameras, decoded by LeRobot and by ember."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    subprocess.run([tool, "write", out], check=True)
+    root = os.path.join(out, "v30video")
+    info = json.load(open(os.path.join(root, "meta", "info.json")))
+    codecs = {cam: info["features"][cam]["info"]["video.codec"] for cam in VIDEO_CAMERAS}
+    n_videos = sum(len(f) for _, _, f in os.walk(os.path.join(root, "videos")))
+    ds = LeRobotDataset("ember/video", root=root)
+    log(f"video dataset: v3.0 by ember's DatasetWriter, {ds.num_episodes} episodes, {ds.num_frames} frames, "
+        f"2 video cameras {codecs} in {n_videos} files; LeRobot decodes with {ds.video_backend}")
+    n = len(ds)
+    written = read_frames(os.path.join(out, "v30video_rgb.bin"), n, VIDEO_CAMERAS)
+    subprocess.run([tool, "decode", root, os.path.join(out, "ember_decoded.bin")], check=True)
+    ember = read_frames(os.path.join(out, "ember_decoded.bin"), n, dict(sorted(VIDEO_CAMERAS.items())))
+    max_vs_ember, max_vs_written, bad_index, bad_values, sum_vs_written, n_px = 0, 0, 0, 0, 0.0, 0
+    for i in range(n):
+        item = ds[i]
+        if item["observation.state"][0].item() != i or int(item["index"]) != i:
+            bad_values += 1
+        for cam in VIDEO_CAMERAS:
+            got = to_rgb(item[cam]).astype(np.int16)
+            max_vs_ember = max(max_vs_ember, int(np.abs(got - ember[(i, cam)]).max()))
+            diff = np.abs(got - written[(i, cam)])
+            max_vs_written = max(max_vs_written, int(diff.max()))
+            sum_vs_written += float(diff.sum())
+            n_px += diff.size
+            if stripe_index(got.astype(np.uint8)) != i or stripe_index(ember[(i, cam)]) != i:
+                bad_index += 1
+    check(bad_values == 0, f"{bad_values} items with wrong state/index")
+    check(bad_index == 0, f"{bad_index} camera frames show the wrong index")
+    check(max_vs_ember <= 8, f"LeRobot vs ember decoded pixels max |diff| {max_vs_ember} <= 8")
+    log(f"video frames: {2 * n - bad_index}/{2 * n} show their own index (LeRobot and ember); decoded pixels "
+        f"max |LeRobot - ember| {max_vs_ember}; vs the frames written: max |diff| {max_vs_written}, "
+        f"mean |diff| {sum_vs_written / n_px:.2f} (lossy encoding at crf 30)")
+
+
+def compare_converted_fixture(tool, out):
+    """(b) tests/data/lerobot_v2_1 converted by ember, against LeRobot's own conversion."""
+    import shutil
+
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+    from lerobot.datasets.v30.convert_dataset_v21_to_v30 import convert_dataset
+
+    mine = os.path.join(out, "fixture_ember")
+    subprocess.run([tool, "convert", FIXTURE_V21, mine], check=True, capture_output=True)
+    theirs_parent = os.path.join(out, "lerobot_conv")
+    shutil.copytree(FIXTURE_V21, os.path.join(theirs_parent, "fixture"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        convert_dataset("fixture", root=theirs_parent, push_to_hub=False)
+    a = LeRobotDataset("ember/fixture", root=mine)
+    b = LeRobotDataset("lerobot/fixture", root=os.path.join(theirs_parent, "fixture"))
+    log(f"converted fixture: ember's convert_v21_to_v30 of tests/data/lerobot_v2_1 opened by LeRobot: "
+        f"{a.num_episodes} episodes, {a.num_frames} frames, decoded with {a.video_backend}")
+    check(len(a) == len(b) == 135, f"len {len(a)} / {len(b)} == 135")
+    cams = [k for k, f in a.meta.features.items() if f["dtype"] == "video"]
+    bad_tab, bad_index, max_diff = 0, 0, 0
+    for i in range(len(a)):
+        x, y = a[i], b[i]
+        for key, v in x.items():
+            if key in cams:
+                continue
+            same = v == y[key] if isinstance(v, str) else bool((v == y[key]).all())
+            if not same:
+                bad_tab += 1
+                if bad_tab <= 5:
+                    log(f"FAIL: item {i} {key}: ember {v} / LeRobot {y[key]}")
+        for cam in cams:
+            p, q = to_rgb(x[cam]), to_rgb(y[cam])
+            max_diff = max(max_diff, int(np.abs(p.astype(np.int16) - q).max()))
+            if stripe_index(p) != i:
+                bad_index += 1
+    check(bad_tab == 0, f"{bad_tab} tabular values differ from LeRobot's conversion")
+    check(bad_index == 0, f"{bad_index} camera frames of ember's conversion show the wrong index")
+    check(max_diff == 0, f"ember's vs LeRobot's conversion: decoded pixels max |diff| {max_diff} == 0")
+    ea = a.meta.episodes
+    spans = ", ".join(f"{ea[e]['videos/observation.images.top/from_timestamp']:.6f}" for e in range(len(ea)))
+    log(f"converted fixture: {len(a)}/{len(a)} items' tabular values identical to LeRobot's conversion; "
+        f"{2 * len(a) - bad_index}/{2 * len(a)} frames show their own index; pixels max |ember conv - LeRobot conv| "
+        f"{max_diff} (no re-encoding); top from_timestamps {spans}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-tool", required=True)
     ap.add_argument("--log", help="also write the output here")
     ap.add_argument("--episodes", type=int, default=8)
+    ap.add_argument("--video-tool", help="tests/tools/video_dataset_tool: also check videos and conversion")
     args = ap.parse_args()
 
     import lerobot
@@ -228,6 +351,9 @@ def main():
         log(f"v2.1: converted by LeRobot's convert_dataset_v21_to_v30, then opened: {ds21.num_episodes} episodes, "
             f"{ds21.num_frames} frames")
         compare_frames(ds21, expected, images)
+        if args.video_tool:
+            compare_video_dataset(args.video_tool, out)
+            compare_converted_fixture(args.video_tool, out)
     log(f"{passed} passed, {failed} failed")
     if args.log:
         with open(args.log, "w") as f:

@@ -11,6 +11,8 @@
 #include "ember/data/episode_buffer.h"
 #include "ember/data/meta_writer.h"
 #include "ember/data/path_template.h"
+#include "ember/data/video_recorder.h"
+#include "ember/io/video/video_decoder.h"
 #include "ember/io/parquet/writer.h"
 
 namespace ember::data {
@@ -21,6 +23,8 @@ namespace {
 
 const char* const kDataPathV3 = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
 const char* const kDataPathV2 = "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet";
+const char* const kVideoPathV3 = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4";
+const char* const kVideoPathV2 = "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4";
 
 std::atomic<int> g_writer_serial{0};
 
@@ -40,6 +44,7 @@ struct DatasetWriter::Impl {
   WriterOptions opt;
   DatasetInfo info;
   std::unique_ptr<EpisodeBuffer> buffer;  // the current episode
+  std::unique_ptr<detail::VideoRecorder> videos;  // its video cameras' encoders, and v3.0 files
 
   // what is saved
   std::vector<detail::EpisodeRecord> episodes;
@@ -114,6 +119,9 @@ void DatasetWriter::Impl::write_metadata() {
     data->close();
     data.reset();
   }
+  videos->finish(episodes);
+  for (Feature& f : info.features)
+    if (f.is_video()) f.video = videos->info(f.key);
   std::vector<Feature> features = info.features;
   if (v3()) {
     detail::write_tasks_parquet(tmp, tasks, opt.codec);
@@ -181,6 +189,20 @@ DatasetWriter DatasetWriter::create(const std::string& root_in, double fps, std:
       if (s.feature.key == f.key) fail(ErrorKind::kInvalidArgument, what + ": feature '" + f.key + "' is given twice");
     slots.push_back(detail::make_slot(f, what));
   }
+  std::vector<Slot> video_slots;
+  for (const Slot& s : slots) {
+    if (s.kind != detail::Kind::kVideo) continue;
+    const std::string where = what + ": feature '" + s.feature.key + "'";
+    if (!io::video_support_available())
+      fail_unsupported(where + ": video features need ember built with FFmpeg (this build has no video support); "
+                       "use dtype \"image\" instead");
+    if (options.video.pix_fmt == "yuv420p" && (s.width % 2 || s.height % 2))
+      fail(ErrorKind::kInvalidArgument, where + ": yuv420p video needs an even width and height, got " +
+                                            std::to_string(s.height) + "x" + std::to_string(s.width));
+    video_slots.push_back(s);
+  }
+  if (!(options.video_file_size_mb > 0))
+    fail(ErrorKind::kInvalidArgument, what + ": video_file_size_mb must be positive");
 
   DatasetInfo& info = impl->info;
   info.codebase_version = impl->v3() ? "v3.0" : "v2.1";
@@ -190,6 +212,7 @@ DatasetWriter DatasetWriter::create(const std::string& root_in, double fps, std:
   info.fps = fps;
   info.chunks_size = options.chunks_size;
   info.data_path = impl->v3() ? kDataPathV3 : kDataPathV2;
+  if (!video_slots.empty()) info.video_path = impl->v3() ? kVideoPathV3 : kVideoPathV2;
   for (const Slot& s : slots) info.features.push_back(s.feature);
   for (const Feature& f : standard) info.features.push_back(f);
 
@@ -201,6 +224,15 @@ DatasetWriter DatasetWriter::create(const std::string& root_in, double fps, std:
   fs::create_directories(impl->tmp + "/meta", ec);
   if (ec) fail(ErrorKind::kIO, impl->tmp + ": cannot create the temporary directory: " + ec.message());
   impl->buffer = std::make_unique<EpisodeBuffer>(std::move(slots), fps);
+  detail::VideoSettings vs;
+  vs.tmp_root = impl->tmp;
+  vs.v3 = impl->v3();
+  vs.video_path = info.video_path;
+  vs.chunks_size = options.chunks_size;
+  vs.file_size_mb = options.video_file_size_mb;
+  vs.fps = fps;
+  vs.encoder = options.video;
+  impl->videos = std::make_unique<detail::VideoRecorder>(std::move(video_slots), std::move(vs));
   return DatasetWriter(std::move(impl));
 }
 
@@ -211,14 +243,27 @@ DatasetWriter& DatasetWriter::operator=(DatasetWriter&&) noexcept = default;
 DatasetWriter::~DatasetWriter() {
   if (!impl_ || impl_->finalized) return;
   impl_->data.reset();  // drops its temporary file
+  impl_->videos.reset();
   std::error_code ec;
   fs::remove_all(impl_->tmp, ec);
 }
 
 void DatasetWriter::add_frame(const Frame& frame) {
   impl_->check_usable();
-  impl_->buffer->validate(frame, impl_->root + ": frame " + std::to_string(impl_->buffer->size()));
-  impl_->buffer->add(frame);
+  Impl& m = *impl_;
+  m.buffer->validate(frame, m.root + ": frame " + std::to_string(m.buffer->size()));
+  if (m.videos->empty()) {
+    m.buffer->add(frame);
+    return;
+  }
+  // a frame half added to the videos cannot be taken back: any failure is sticky
+  try {
+    m.videos->add(frame, int64_t(m.episodes.size()));
+    m.buffer->add(frame);
+  } catch (const std::exception& e) {
+    m.failure = e.what();
+    throw;
+  }
 }
 
 int64_t DatasetWriter::save_episode(const std::string& task) {
@@ -252,6 +297,7 @@ int64_t DatasetWriter::save_episode(const std::string& task) {
   std::map<std::string, FeatureStats> stats = buf.stats(episode, first, task_ids, m.opt.stats);
   try {
     m.write_data(table, episode);
+    m.videos->save_episode(episode, m.episodes);
   } catch (const std::exception& e) {
     m.failure = e.what();
     throw;
@@ -274,7 +320,10 @@ int64_t DatasetWriter::save_episode(const std::string& task) {
   return episode;
 }
 
-void DatasetWriter::clear_episode() { impl_->buffer->clear(); }
+void DatasetWriter::clear_episode() {
+  impl_->buffer->clear();
+  impl_->videos->clear();
+}
 
 void DatasetWriter::finalize() {
   Impl& m = *impl_;

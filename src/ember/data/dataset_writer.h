@@ -11,12 +11,21 @@
 //         meta/info.json, meta/stats.json, meta/tasks.parquet (task_index + pandas index task),
 //         meta/episodes/chunk-000/file-000.parquet (episode_index, tasks, length, data/...,
 //         dataset_from/to_index, stats/<feature>/<stat>, meta/episodes/...)
+//         videos/<key>/chunk-XXX/file-YYY.mp4   per video camera, episodes joined one after
+//                                           another (no re-encoding); a file rolls to the next
+//                                           once the next episode would bring it to
+//                                           video_file_size_mb; each episode's span in it is
+//                                           meta/episodes' videos/<key>/{from,to}_timestamp
 //   v2.1  data/chunk-XXX/episode_NNNNNN.parquet (one per episode), meta/info.json,
-//         meta/episodes.jsonl, meta/episodes_stats.jsonl, meta/tasks.jsonl, meta/stats.json
+//         meta/episodes.jsonl, meta/episodes_stats.jsonl, meta/tasks.jsonl, meta/stats.json,
+//         videos/chunk-XXX/<key>/episode_NNNNNN.mp4 (one per episode and video camera)
 // Data tables hold the user's features in the given order, then timestamp (float32),
 // frame_index, episode_index, index and task_index (int64): numeric shape [1] as a scalar
 // column, shape [d] as list<element> (what pyarrow writes for a list), strings as string,
-// cameras of dtype "image" as struct<bytes: binary (PNG), path: string>.
+// cameras of dtype "image" as struct<bytes: binary (PNG), path: string>; cameras of dtype
+// "video" are not in the data table but encoded frame by frame as add_frame() receives them
+// (options.video: LeRobot's libsvtav1, yuv420p, g=2, crf=30, falling back to libx264), and
+// info.json's feature gets LeRobot's "info" block (video.codec, video.pix_fmt, ...).
 // Statistics: see stats.h (every non-string feature, the five standard ones included).
 //
 // Nothing half-written: everything goes to "<root>.tmp-<pid>" and is renamed to root by
@@ -24,9 +33,9 @@
 // root is refused (kInvalidArgument) unless options.overwrite, in which case it is replaced only
 // at finalize(). After a failed write (kIO) the writer is unusable: later calls fail.
 //
-// Current limitation: features of dtype "video" are refused (kUnsupported): video encoding is
-// not available yet; use "image" features. Numeric features of more than one dimension are
-// refused too. A DatasetWriter is not thread-safe.
+// Video features need ember built with FFmpeg (io::video_support_available()); without it they
+// are refused (kUnsupported). Numeric features of more than one dimension are refused.
+// A DatasetWriter is not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +50,7 @@
 #include "ember/data/stats.h"
 #include "ember/io/parquet/format.h"
 #include "ember/io/png.h"
+#include "ember/io/video/video_encoder.h"
 
 namespace ember::data {
 
@@ -51,11 +61,16 @@ struct WriterOptions {
   // v3.0: a data file takes episodes until adding the next would reach this size (LeRobot's
   // data_files_size_in_mb; sizes are the tables' encoded bytes before compression).
   double data_file_size_mb = 100;
-  double video_file_size_mb = 200;  // written to info.json only (no video yet)
+  // v3.0: a camera's video file takes episodes until adding the next would reach this size
+  // (LeRobot's video_files_size_in_mb; the per-episode files' sizes).
+  double video_file_size_mb = 200;
   int64_t chunks_size = 1000;       // files per chunk directory
   bool overwrite = false;           // replace an existing root at finalize()
   io::parquet::Codec codec = io::parquet::Codec::kSnappy;
   StatsOptions stats;
+  // How video cameras are encoded: codec (and fallback), pix_fmt, gop, crf, preset, threads.
+  // width, height and the frame rate are ignored: they come from each feature and fps.
+  io::EncoderOptions video;
 };
 
 // One frame. Keys are feature keys; every user feature must be present, nothing else.
@@ -63,7 +78,7 @@ struct Frame {
   // numeric features: numel(shape) values; int64/int32 features whole numbers (int64 exact up to
   // 2^53), bool features 0 or 1, float32 features rounded to float when stored
   std::map<std::string, std::vector<double>> values;
-  std::map<std::string, io::Image> images;            // image features: RGB of the feature's size
+  std::map<std::string, io::Image> images;            // image and video features: RGB of the feature's size
   std::map<std::string, std::string> strings;         // string features
   std::optional<double> timestamp;                    // seconds; default frame_index / fps
   std::string task;                                   // empty: the task given to save_episode
@@ -73,9 +88,10 @@ class DatasetWriter {
  public:
   // Checks the arguments and creates the temporary directory. `features` are the user's
   // (LeRobot's five standard features are added; if given, they must match LeRobot's).
-  // Image features have shape [height, width, 3] (or [3, height, width]).
-  // Throws kInvalidArgument (bad feature, existing root, fps <= 0), kUnsupported (video,
-  // numeric features of rank > 1, unknown dtype), kIO.
+  // Image and video features have shape [height, width, 3] (or [3, height, width]); video
+  // sizes must suit options.video.pix_fmt (even for yuv420p).
+  // Throws kInvalidArgument (bad feature, existing root, fps <= 0, odd video size),
+  // kUnsupported (video without FFmpeg, numeric features of rank > 1, unknown dtype), kIO.
   static DatasetWriter create(const std::string& root, double fps, std::vector<Feature> features,
                               const std::string& robot_type = "", WriterOptions options = {});
 
@@ -84,9 +100,10 @@ class DatasetWriter {
   DatasetWriter& operator=(DatasetWriter&&) noexcept;
   ~DatasetWriter();
 
-  // Buffers one frame of the current episode (images are PNG-encoded here). Throws
-  // kInvalidArgument naming the feature (missing, unknown, wrong size or type); the frame is
-  // then not added and the writer stays usable.
+  // Buffers one frame of the current episode (images are PNG-encoded here, video frames
+  // encoded). Throws kInvalidArgument naming the feature (missing, unknown, wrong size or
+  // type); the frame is then not added and the writer stays usable. A failure to encode a
+  // video frame (kIO) makes the writer unusable.
   void add_frame(const Frame& frame);
   // Writes the buffered frames as the next episode and returns its index. `task` applies to
   // frames that name none. Throws kInvalidArgument when no frame is buffered or a frame has no

@@ -78,12 +78,10 @@ Slot make_slot(const Feature& f, const std::string& what) {
   const std::string where = what + ": feature '" + f.key + "'";
   Slot s;
   s.feature = f;
-  if (f.is_video())
-    fail_unsupported(where + ": video encoding is not available yet; use image features (dtype \"image\")");
   for (int64_t d : f.shape)
     if (d <= 0) fail(ErrorKind::kInvalidArgument, where + ": shape " + shape_string(f.shape) + " must be positive");
-  if (f.is_image()) {
-    s.kind = Kind::kImage;
+  if (f.is_camera()) {
+    s.kind = f.is_video() ? Kind::kVideo : Kind::kImage;
     if (f.shape.size() == 3 && f.shape[2] == 3) s.height = int(f.shape[0]), s.width = int(f.shape[1]);
     else if (f.shape.size() == 3 && f.shape[0] == 3) s.height = int(f.shape[1]), s.width = int(f.shape[2]);
     else fail(ErrorKind::kInvalidArgument, where + ": an image's shape must be [height, width, 3], got " + shape_string(f.shape));
@@ -118,7 +116,7 @@ void EpisodeBuffer::validate(const Frame& f, const std::string& what) const {
   size_t seen = 0;
   for (const Slot& s : slots_) {
     const std::string where = what + ": feature '" + s.feature.key + "'";
-    if (s.kind == Kind::kImage) {
+    if (s.camera()) {
       auto it = f.images.find(s.feature.key);
       if (it == f.images.end()) fail(ErrorKind::kInvalidArgument, where + " is missing (expected an image)");
       const io::Image& im = it->second;
@@ -172,10 +170,12 @@ void EpisodeBuffer::add(const Frame& f) {
   std::vector<PixelHistogram> hist(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (s.kind == Kind::kImage) {
+    if (s.camera()) {
       const io::Image& im = f.images.at(s.feature.key);
-      std::vector<uint8_t> bytes = io::encode_png(im);
-      png[i].assign(bytes.begin(), bytes.end());
+      if (s.kind == Kind::kImage) {
+        std::vector<uint8_t> bytes = io::encode_png(im);
+        png[i].assign(bytes.begin(), bytes.end());
+      }
       hist[i].add(im);
     } else if (s.kind == Kind::kString) {
       png[i] = f.strings.at(s.feature.key);
@@ -185,8 +185,8 @@ void EpisodeBuffer::add(const Frame& f) {
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
-    if (s.kind == Kind::kImage) {
-      blobs_[i].push_back(std::move(png[i]));
+    if (s.camera()) {
+      if (s.kind == Kind::kImage) blobs_[i].push_back(std::move(png[i]));
       pixels_[i].push_back(hist[i]);
     } else if (s.kind == Kind::kString) {
       blobs_[i].push_back(std::move(png[i]));
@@ -204,6 +204,7 @@ io::Table EpisodeBuffer::table(int64_t episode, int64_t first_index, const std::
   io::Table t;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
+    if (s.kind == Kind::kVideo) continue;  // in the camera's video file
     if (s.kind == Kind::kImage) {
       // LeRobot embeds image files as {bytes, path: file name}
       std::vector<std::string> names;
@@ -238,7 +239,7 @@ std::map<std::string, FeatureStats> EpisodeBuffer::stats(int64_t episode, int64_
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.kind == Kind::kString) continue;
-    if (s.kind == Kind::kImage) {
+    if (s.camera()) {
       PixelHistogram h;
       for (int64_t k : sample_frame_indices(n)) h.merge(pixels_[i][size_t(k)]);
       out[s.feature.key] = image_stats(h, options);

@@ -17,14 +17,16 @@ namespace ember::data::detail {
 std::vector<Feature> standard_features();
 
 // How a user feature is stored in the data table.
-enum class Kind { kScalar, kList, kString, kImage };
+// kVideo: a camera whose frames go to a video (not to the data table); statistics as kImage.
+enum class Kind { kScalar, kList, kString, kImage, kVideo };
 
 struct Slot {
   Feature feature;
   Kind kind = Kind::kScalar;
   io::TypeId type = io::TypeId::kFloat;  // element type of numeric features
   int64_t numel = 1;
-  int height = 0, width = 0;             // image features
+  int height = 0, width = 0;             // image and video features
+  bool camera() const { return kind == Kind::kImage || kind == Kind::kVideo; }
 };
 
 // Checks a user feature; throws kInvalidArgument / kUnsupported naming `what` and the key.
@@ -40,11 +42,13 @@ class EpisodeBuffer {
 
   // Throws kInvalidArgument naming `what` and the feature when f does not fit the slots.
   void validate(const Frame& f, const std::string& what) const;
-  // Appends a validated frame (images are PNG-encoded here); on an exception nothing is added.
+  // Appends a validated frame (images are PNG-encoded here, video frames only counted for the
+  // statistics); on an exception nothing is added.
   void add(const Frame& f);
   void clear();
 
-  // The data table: user features in order, then the standard five. task_ids: [size()].
+  // The data table: user features in order (video cameras left out, as LeRobot does), then the
+  // standard five. task_ids: [size()].
   io::Table table(int64_t episode, int64_t first_index, const std::vector<int64_t>& task_ids) const;
   // Statistics of every non-string feature, the standard ones included (see stats.h).
   std::map<std::string, FeatureStats> stats(int64_t episode, int64_t first_index, const std::vector<int64_t>& task_ids,
@@ -55,8 +59,8 @@ class EpisodeBuffer {
   double fps_;
   int64_t size_ = 0;
   std::vector<std::vector<double>> numbers_;         // [slot] (frames x numel)
-  std::vector<std::vector<std::string>> blobs_;      // [slot] strings or PNG bytes, per frame
-  std::vector<std::vector<PixelHistogram>> pixels_;  // [slot] per frame (image slots)
+  std::vector<std::vector<std::string>> blobs_;      // [slot] strings or PNG bytes, per frame (none for video)
+  std::vector<std::vector<PixelHistogram>> pixels_;  // [slot] per frame (camera slots)
   std::vector<double> timestamps_;
   std::vector<std::string> tasks_;                   // per frame; empty: the episode's task
 };

@@ -39,6 +39,13 @@ ojson feature_json(const Feature& f) {
   j["dtype"] = f.dtype;
   j["shape"] = f.shape;
   j["names"] = ojson::parse(f.names.dump());
+  if (f.is_video() && !f.video.codec.empty()) {
+    // LeRobot's get_video_info, as its recorder stores it
+    j["info"] = {{"video.height", f.video.height},   {"video.width", f.video.width},
+                 {"video.codec", f.video.codec},     {"video.pix_fmt", f.video.pix_fmt},
+                 {"video.is_depth_map", false},      {"video.fps", number(f.video.fps)},
+                 {"video.channels", 3},              {"has_audio", false}};
+  }
   return j;
 }
 
@@ -83,7 +90,9 @@ ojson info_json(const DatasetInfo& info, double data_file_size_mb, double video_
   j["total_frames"] = info.total_frames;
   j["total_tasks"] = info.total_tasks;
   if (!v3) {
-    j["total_videos"] = 0;
+    int64_t videos = 0;
+    for (const Feature& f : info.features) videos += f.is_video() ? info.total_episodes : 0;
+    j["total_videos"] = videos;
     j["total_chunks"] = total_chunks;
   }
   j["chunks_size"] = info.chunks_size;
@@ -154,12 +163,41 @@ void write_episodes_parquet(const std::string& root, const std::vector<EpisodeRe
   t.columns.push_back(io::make_int64("data/file_index", file));
   t.columns.push_back(io::make_int64("dataset_from_index", from));
   t.columns.push_back(io::make_int64("dataset_to_index", to));
+  const std::string what = root + "/meta/episodes: episode ";
+  for (const Feature& f : features) {
+    if (!f.is_video()) continue;
+    std::vector<int64_t> vchunk, vfile;
+    std::vector<double> vfrom, vto;
+    for (const EpisodeRecord& e : episodes) {
+      auto it = e.videos.find(f.key);
+      if (it == e.videos.end())
+        fail(ErrorKind::kInvalidArgument, what + std::to_string(e.index) + " has no video span for '" + f.key + "'");
+      vchunk.push_back(it->second.chunk);
+      vfile.push_back(it->second.file);
+      vfrom.push_back(it->second.from_timestamp);
+      vto.push_back(it->second.to_timestamp);
+    }
+    const std::string p = "videos/" + f.key + "/";
+    t.columns.push_back(io::make_int64(p + "chunk_index", vchunk));
+    t.columns.push_back(io::make_int64(p + "file_index", vfile));
+    t.columns.push_back(io::make_double(p + "from_timestamp", vfrom));
+    t.columns.push_back(io::make_double(p + "to_timestamp", vto));
+  }
   for (const Feature& f : features) {
     auto first = episodes.front().stats.find(f.key);
     if (first == episodes.front().stats.end()) continue;
     for (const std::string& stat : stat_names_in_order(first->second)) {
       std::vector<const std::vector<double>*> rows;
-      for (const EpisodeRecord& e : episodes) rows.push_back(&e.stats.at(f.key).at(stat));
+      for (const EpisodeRecord& e : episodes) {
+        auto fs = e.stats.find(f.key);
+        const std::vector<double>* v = nullptr;
+        if (fs != e.stats.end() && fs->second.count(stat)) v = &fs->second.at(stat);
+        if (!v || v->size() != first->second.at(stat).size())
+          fail(ErrorKind::kInvalidArgument, what + std::to_string(e.index) + ": statistic '" + f.key + "/" + stat +
+                                                "' is missing or has a different size than episode " +
+                                                std::to_string(episodes.front().index) + "'s");
+        rows.push_back(v);
+      }
       t.columns.push_back(stat_column("stats/" + f.key + "/" + stat, rows, stat_is_integer(f, stat),
                                       f.is_camera() && stat != "count"));
     }
