@@ -10,6 +10,7 @@
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/data/check.h"
+#include "ember/data/convert.h"
 #include "ember/data/dataset.h"
 #include "ember/data/recompute_stats.h"
 #include "ember/data/stats.h"
@@ -153,9 +154,38 @@ int run_stats(const std::string& root, bool write) {
   return 0;
 }
 
+int run_convert(const std::string& src, const std::string& dst, double data_mb, double video_mb) {
+  bool tty = ::isatty(STDERR_FILENO);
+  data::ConvertOptions o;
+  o.data_file_size_mb = data_mb;
+  o.video_file_size_mb = video_mb;
+  o.progress = [tty](const std::string& stage, int64_t done, int64_t total) {
+    if (tty) std::fprintf(stderr, "\r%-40s %lld/%lld", stage.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+    else if (done == total) std::fprintf(stderr, "%s: %lld/%lld\n", stage.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+    if (tty && done == total) std::fprintf(stderr, "\n");
+  };
+  data::ConvertReport r = data::convert_v21_to_v30(src, dst, o);
+  std::printf("converted %s (v2.1) to %s (v3.0): %lld episodes, %lld frames, %lld data files, %lld video files\n",
+              src.c_str(), dst.c_str(), static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
+              static_cast<long long>(r.data_files), static_cast<long long>(r.video_files));
+  return 0;
+}
+
 }  // namespace
 
 void add_dataset_commands(CLI::App& data, Action& action) {
+  struct ConvertArgs {
+    std::string src, dst;
+    double data_mb = 100, video_mb = 200;
+  };
+  auto cv = std::make_shared<ConvertArgs>();
+  CLI::App* convert = data.add_subcommand("convert", "convert a LeRobot v2.1 dataset to v3.0 (videos joined, not re-encoded)");
+  convert->add_option("SRC", cv->src, "v2.1 dataset root")->required();
+  convert->add_option("DST", cv->dst, "new v3.0 dataset root (must not exist)")->required();
+  convert->add_option("--data_file_size_mb", cv->data_mb, "data file size limit (default 100, as LeRobot)")->check(CLI::PositiveNumber);
+  convert->add_option("--video_file_size_mb", cv->video_mb, "video file size limit (default 200, as LeRobot)")->check(CLI::PositiveNumber);
+  convert->callback([cv, &action] { action = [cv] { return run_convert(cv->src, cv->dst, cv->data_mb, cv->video_mb); }; });
+
   struct StatsArgs {
     std::string path;
     bool write = false;

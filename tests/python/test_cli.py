@@ -145,6 +145,14 @@ def main():
           same = all(abs(x - y) < 1e-6 for x, y in zip(before["action"]["mean"], after["action"]["mean"]))
           check("stats --write recomputes stats.json", rc == 0 and "wrote" in out and same
                 and "q99" in after["observation.state"] and "observation.images.top" in after, out + err)
+          conv = os.path.join(tmp, "converted")
+          rc, out, err = run(ember, "data", "convert", os.path.join(a.data, "lerobot_v2_1"), conv)
+          rc2, out2, err2 = run(ember, "data", "check", conv)
+          info = json.loads(run(ember, "data", "info", conv, "--json")[1] or "{}")
+          check("convert v2.1 -> v3.0, then check is clean", rc == 0 and rc2 == 0 and info.get("codebase_version") == "v3.0"
+                and info.get("total_frames") == 135, out + err + out2 + err2)
+          user_error("convert onto an existing dataset", ember,
+                     ["data", "convert", os.path.join(a.data, "lerobot_v2_1"), conv], [conv])
           user_error("info on a missing dataset", ember, ["data", "info", os.path.join(tmp, "none")], ["info.json"])
 
     if video:
