@@ -251,16 +251,31 @@ TEST(ParquetBadInput, PageWithMoreValuesThanTheChunkLeavesIsCorruptionBeforeDeco
 // page of 3 values whose page header claims 2^28 used to allocate 2 GiB before its header
 // was read.
 TEST(ParquetBadInput, DeltaHeaderCountDifferentFromThePageIsCorruptionBeforeAllocating) {
-  const int32_t n = 1 << 28;
+  const int32_t n = 1 << 24;  // the most values a page may hold
   Column c = flat("x", PT::kInt64);
   c.chunks.push_back(chunk({data_page(n, delta_binary_packed({1, 2, 3}), Encoding::kDeltaBinaryPacked)}));
   expect_error(build({.columns = {c}, .row_group_rows = {n}}), ErrorKind::kCorruption,
-               {"column 'x'", "DELTA_BINARY_PACKED holds 3 values, the page needs 268435456"});
+               {"column 'x'", "DELTA_BINARY_PACKED holds 3 values, the page needs 16777216"});
   Column s = flat("s", PT::kByteArray);
   s.chunks.push_back(
       chunk({data_page(n, concat({delta_binary_packed({1}, 4), Bytes{'a'}}), Encoding::kDeltaLengthByteArray)}));
   expect_error(build({.columns = {s}, .row_group_rows = {n}}), ErrorKind::kCorruption,
-               {"column 's'", "DELTA_BINARY_PACKED holds 1 values, the page needs 268435456"});
+               {"column 's'", "DELTA_BINARY_PACKED holds 1 values, the page needs 16777216"});
+}
+
+// A legal page whose RLE levels stand for more values than any writer puts in a page is
+// refused before anything is allocated for it.
+TEST(ParquetBadInput, PageOfMoreThan16MValuesIsUnsupported) {
+  const int32_t n = (1 << 24) + 1;
+  Column c = flat("x", PT::kInt32, Repetition::kOptional);
+  Bytes levels = {0, 0, 0, 0};
+  put_uleb(levels, uint64_t(n) << 1);  // one RLE run of n zeros: n nulls
+  levels.push_back(0);
+  uint32_t len = uint32_t(levels.size() - 4);
+  std::memcpy(levels.data(), &len, 4);
+  c.chunks.push_back(chunk({data_page(n, levels)}));
+  expect_error(build({.columns = {c}, .row_group_rows = {n}}), ErrorKind::kUnsupported,
+               {"column 'x'", "ember reads at most 16777216 values per page"});
 }
 
 TEST(ParquetBadInput, PlainValuesRunningPastThePageAreCorruption) {

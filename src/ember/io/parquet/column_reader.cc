@@ -12,7 +12,10 @@ namespace ember::io::parquet {
 namespace {
 
 constexpr int64_t kMaxPageBytes = int64_t(1) << 30;
-constexpr int64_t kMaxPageValues = int64_t(1) << 28;
+// Writers cap pages near 20,000 rows (pyarrow's and parquet-mr's data_page_row_count_limit);
+// RLE lets a page of a few bytes claim billions of values, so ember refuses pages of more than
+// 16M values (a legal but pathological file) instead of allocating for them.
+constexpr int64_t kMaxPageValues = int64_t(1) << 24;
 
 // Byte width of one value as ember stores it (before UINT_32 widening); 0 for byte arrays.
 size_t stored_width(const Node& leaf) {
@@ -124,10 +127,13 @@ class ChunkDecoder {
   // Checked before anything is allocated for the page's values: RLE levels let a few bytes
   // stand for any number of them.
   void check_count(int32_t n, int64_t entries_left) const {
-    if (n < 0 || n > kMaxPageValues) corrupt("data page has num_values " + std::to_string(n));
+    if (n < 0) corrupt("data page has num_values " + std::to_string(n));
     if (n > entries_left)
       corrupt("data page has num_values " + std::to_string(n) + ", more than the " + std::to_string(entries_left) +
               " the column chunk's num_values leaves for it");
+    if (n > kMaxPageValues)
+      fail_unsupported(what_ + ": data page has " + std::to_string(n) + " values; ember reads at most " +
+                       std::to_string(kMaxPageValues) + " values per page (writers use about 20,000)");
   }
 
   void levels_v1(Encoding enc, int16_t max_level, const uint8_t*& p, size_t& left, size_t n,
