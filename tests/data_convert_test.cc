@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/check.h"
 #include "ember/data/convert.h"
@@ -43,18 +44,7 @@ class TempDir {
   static inline int counter_ = 0;
 };
 
-// The index a fixture frame shows: each of 12 stripes' centre in the top half against 128.
-int64_t stripe_index(const io::Image& im) {
-  int64_t v = 0;
-  for (int b = 0; b < 12; ++b) {
-    double sum = 0;
-    int n = 0;
-    for (int y = im.height / 8; y < im.height * 3 / 8; ++y)
-      for (int x = b * 8 + 2; x < b * 8 + 6; ++x, ++n) sum += im.rgb[size_t((y * im.width + x) * 3 + 1)];
-    v = v * 2 + (sum / n > 128 ? 1 : 0);
-  }
-  return v;
-}
+using test::stripe_index;
 
 DatasetOptions tabular() {
   DatasetOptions o;

@@ -2,6 +2,7 @@
 // delta_timestamps clamp to the episode and mask the padding as LeRobot does.
 #include <gtest/gtest.h>
 
+#include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/dataset.h"
 #include "ember/io/video/video_decoder.h"
@@ -59,18 +60,7 @@ TEST_P(DatasetTest, DeltaTimestampsClampAndPad) {
   EXPECT_EQ(last.values.at("index").data.back(), double(ep.to_index - 1));
 }
 
-// The fixture frames show their global index as 12 stripes (MSB left, 8 px each) in the top half.
-int64_t stripe_index(const io::Image& im) {
-  int64_t v = 0;
-  for (int b = 0; b < 12; ++b) {
-    double sum = 0;
-    int n = 0;
-    for (int y = im.height / 8; y < im.height * 3 / 8; ++y)
-      for (int x = b * 8 + 2; x < b * 8 + 6; ++x, ++n) sum += im.rgb[size_t((y * im.width + x) * 3 + 1)];
-    v = v * 2 + (sum / n > 128 ? 1 : 0);
-  }
-  return v;
-}
+using test::stripe_index;
 
 TEST_P(DatasetTest, EveryCameraFrameShowsItsOwnIndex) {
   if (!io::video_support_available()) {

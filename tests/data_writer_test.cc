@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/check.h"
 #include "ember/data/dataset.h"
@@ -599,18 +600,7 @@ io::Image stripes(int64_t index, int h, int w) {
   return im;
 }
 
-// The index a frame shows: each stripe's centre in the top half against 128 (width 96).
-int64_t stripe_index(const io::Image& im) {
-  int64_t v = 0;
-  for (int b = 0; b < 12; ++b) {
-    double sum = 0;
-    int n = 0;
-    for (int y = im.height / 8; y < im.height * 3 / 8; ++y)
-      for (int x = b * 8 + 2; x < b * 8 + 6; ++x, ++n) sum += im.rgb[size_t((y * im.width + x) * 3 + 1)];
-    v = v * 2 + (sum / n > 128 ? 1 : 0);
-  }
-  return v;
-}
+using test::stripe_index;
 
 DatasetWriter write_video_dataset(const std::string& root, WriterOptions o) {
   std::vector<Feature> features = {feature("observation.state", "float32", {3}, {"a", "b", "c"}),

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/io/video/remux.h"
 #include "ember/io/video/video_decoder.h"
@@ -67,26 +68,7 @@ std::vector<uint8_t> make_noisy_frame(int index, int w, int h) {
   return rgb;
 }
 
-// The index a frame shows: the mean of each stripe's centre in the top half against 128.
-int stripe_index(const Frame& f) {
-  double stripe_w = f.width / 12.0;
-  int y0 = f.height / 8, y1 = 3 * f.height / 8;
-  int index = 0;
-  for (int b = 0; b < 12; ++b) {
-    int x0 = static_cast<int>(std::ceil((b + 0.3) * stripe_w));
-    int x1 = static_cast<int>(std::floor((b + 0.7) * stripe_w));
-    double sum = 0;
-    int n = 0;
-    for (int y = y0; y < y1; ++y) {
-      for (int x = x0; x <= x1; ++x) {
-        for (int c = 0; c < 3; ++c) sum += f.rgb[(static_cast<size_t>(y) * f.width + x) * 3 + c];
-        n += 3;
-      }
-    }
-    index = index * 2 + (sum / n > 128 ? 1 : 0);
-  }
-  return index;
-}
+using test::stripe_index;
 
 double mean_abs_error(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   double sum = 0;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/io/video/decode_bench.h"
@@ -57,27 +58,7 @@ std::string v30_path(const std::string& camera, int file) {
 // tolerance rejects those frames; 1e-3 s is still 1/33 of a frame interval.
 constexpr double kV30Tolerance = 1e-3;
 
-// The index shown by a frame: stripe b covers columns [b, b+1) * width/12; read the mean of
-// its centre in the top half against 128.
-int stripe_index(const Frame& f) {
-  double stripe_w = f.width / 12.0;
-  int y0 = f.height / 8, y1 = 3 * f.height / 8;
-  int index = 0;
-  for (int b = 0; b < 12; ++b) {
-    int x0 = static_cast<int>(std::ceil((b + 0.3) * stripe_w));
-    int x1 = static_cast<int>(std::floor((b + 0.7) * stripe_w));
-    double sum = 0;
-    int n = 0;
-    for (int y = y0; y < y1; ++y) {
-      for (int x = x0; x <= x1; ++x) {
-        for (int c = 0; c < 3; ++c) sum += f.rgb[(static_cast<size_t>(y) * f.width + x) * 3 + c];
-        n += 3;
-      }
-    }
-    index = index * 2 + (sum / n > 128 ? 1 : 0);
-  }
-  return index;
-}
+using test::stripe_index;
 
 // One frame to check: the file, the time to ask for, the index it must show.
 struct Expected {
