@@ -96,6 +96,19 @@ TEST_P(DatasetTest, CameraDeltasClampAtEpisodeEdges) {
   EXPECT_EQ(first.is_pad.at("observation.images.top"), (std::vector<uint8_t>{1, 0, 0}));
 }
 
+TEST_P(DatasetTest, VideoFramesResize) {
+  if (!io::video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  DatasetOptions o;
+  o.image_width = 192;
+  o.image_height = 128;
+  Dataset ds(kData + "/" + GetParam(), o);
+  Item it = ds.get(7);
+  const io::Image& im = it.images.at("observation.images.top").at(0);
+  EXPECT_EQ(im.width, 192);
+  EXPECT_EQ(im.height, 128);
+  EXPECT_EQ(stripe_index(im), 7);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, DatasetTest, ::testing::Values("lerobot_v2_1", "lerobot_v3_0"));
 
 TEST(Dataset, DeltaOffsetsMustBeMultiplesOfTheFramePeriod) {

@@ -38,6 +38,8 @@ Dataset::Dataset(const std::string& root, DatasetOptions options)
                        "(FFmpeg not found at build time); image-feature datasets work without it");
     io::VideoCache::Options vo;
     vo.capacity = options_.video_decoders;
+    vo.decoder.width = options_.image_width;
+    vo.decoder.height = options_.image_height;
     videos_ = std::make_unique<io::VideoCache>(vo);
   }
   if (options_.decode_images && meta_.info.cameras().size() > 1) pool_ = std::make_unique<ThreadPool>(options_.threads);

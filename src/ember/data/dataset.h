@@ -31,6 +31,7 @@ struct DatasetOptions {
   size_t episode_cache = 16;  // decoded episode tables kept in memory
   bool decode_images = true;  // decode camera frames (PNG images and videos)
   size_t video_decoders = 16; // idle video decoders kept open (LRU)
+  int image_width = 0, image_height = 0;  // resize video frames (libswscale); 0, 0: as stored
   size_t threads = 0;         // decode threads for the cameras of one item (0: one per core)
 };
 
