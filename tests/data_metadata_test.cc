@@ -31,6 +31,9 @@ TEST(Metadata, ReadsV21Fixture) {
             kData + "/lerobot_v2_1/videos/chunk-000/observation.images.top/episode_000001.mp4");
   ASSERT_EQ(m.stats.count("observation.state"), 1u);
   EXPECT_EQ(m.stats["observation.state"]["mean"].size(), 8u);
+  // per-episode statistics from episodes_stats.jsonl
+  EXPECT_EQ(m.episodes[1].stats.at("observation.state").at("mean").size(), 8u);
+  EXPECT_EQ(m.episodes[1].stats.at("observation.state").at("count").at(0), 62.0);
   EXPECT_EQ(m.episode_of(37).index, 1);
   EXPECT_EQ(m.episode_of(36).index, 0);
   EXPECT_EQ(m.episode_of(134).index, 2);
@@ -53,6 +56,9 @@ TEST(Metadata, ReadsV30Fixture) {
   EXPECT_GT(m.episodes[1].videos.at("observation.images.top").from_timestamp, 1.4);
   ASSERT_EQ(m.tasks.size(), 3u);
   EXPECT_EQ(m.info.cameras().size(), 2u);
+  // per-episode statistics from the stats/* columns
+  EXPECT_EQ(m.episodes[3].stats.at("observation.state").at("std").size(), 8u);
+  EXPECT_EQ(m.episodes[3].stats.at("observation.state").at("count").at(0), 59.0);
 }
 
 // LeRobot 0.4's recorder writes the task strings as an unnamed pandas index

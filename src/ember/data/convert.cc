@@ -60,34 +60,6 @@ ojson read_json(const std::string& path) {
   return j;
 }
 
-void flatten(const nlohmann::json& j, std::vector<double>& out, const std::string& where) {
-  if (j.is_number()) out.push_back(j.get<double>());
-  else if (j.is_array()) for (const nlohmann::json& k : j) flatten(k, out, where);
-  else fail_corrupt(where + " must hold numbers");
-}
-
-// meta/episodes_stats.jsonl: episode index -> feature -> statistics.
-std::map<int64_t, std::map<std::string, FeatureStats>> read_episode_stats(const std::string& path) {
-  need_file(path);
-  std::map<int64_t, std::map<std::string, FeatureStats>> out;
-  std::ifstream in(path);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ": line " + std::to_string(n);
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("episode_index") || !j["episode_index"].is_number_integer() ||
-        !j.contains("stats") || !j["stats"].is_object())
-      fail_corrupt(where + ": expected an object with episode_index (integer) and stats (object)");
-    auto& ep = out[j["episode_index"].get<int64_t>()];
-    for (const auto& f : j["stats"].items()) {
-      if (!f.value().is_object()) fail_corrupt(where + ": stats field '" + f.key() + "' must be an object");
-      for (const auto& s : f.value().items()) flatten(s.value(), ep[f.key()][s.key()], where + ": stats." + f.key() + "." + s.key());
-    }
-  }
-  return out;
-}
-
 // LeRobot's get_parquet_file_size_in_mb: the column chunks' uncompressed sizes.
 double parquet_size_mb(const io::parquet::FileReader& r) {
   double bytes = 0;
@@ -227,7 +199,7 @@ void Converter::convert_videos(const std::string& key) {
 
 void Converter::write_meta() {
   const std::string stats_path = src + "/meta/episodes_stats.jsonl";
-  std::map<int64_t, std::map<std::string, FeatureStats>> stats = read_episode_stats(stats_path);
+  std::map<int64_t, std::map<std::string, FeatureStats>> stats = read_episodes_stats_jsonl(stats_path);
   std::vector<std::map<std::string, FeatureStats>> all;
   for (detail::EpisodeRecord& r : records) {
     auto it = stats.find(r.index);

@@ -47,6 +47,28 @@ std::vector<std::string> string_list(const json& j, const char* key, const std::
   return out;
 }
 
+void flatten(const json& j, std::vector<double>& out, const std::string& where) {
+  if (j.is_number()) out.push_back(j.get<double>());
+  else if (j.is_array()) for (const json& k : j) flatten(k, out, where);
+  else fail_corrupt(where + " must hold numbers");
+}
+
+// Appends row `row` of a (nested) numeric list column, flattened, to out.
+void flatten_cell(const io::Column& c, int64_t row, std::vector<double>& out) {
+  if (!c.is_valid(row)) return;
+  switch (c.type) {
+    case io::TypeId::kList:
+      for (int64_t k = c.offsets[size_t(row)]; k < c.offsets[size_t(row) + 1]; ++k) flatten_cell(c.child(), k, out);
+      return;
+    case io::TypeId::kDouble: out.push_back(c.value<double>(row)); return;
+    case io::TypeId::kFloat: out.push_back(c.value<float>(row)); return;
+    case io::TypeId::kInt64: out.push_back(double(c.value<int64_t>(row))); return;
+    case io::TypeId::kInt32: out.push_back(c.value<int32_t>(row)); return;
+    case io::TypeId::kBool: out.push_back(c.value<uint8_t>(row)); return;
+    default: return;  // not a statistic
+  }
+}
+
 void load_v2(Metadata& m) {
   std::string ep_path = m.root + "/meta/episodes.jsonl";
   read_jsonl(ep_path, [&](const json& j, int n) {
@@ -66,6 +88,13 @@ void load_v2(Metadata& m) {
     e.data_chunk = m.info.chunks_size > 0 ? e.index / m.info.chunks_size : 0;
     for (const Feature* cam : m.info.cameras())
       if (cam->is_video()) e.videos[cam->key] = VideoSpan{e.data_chunk, 0, 0.0, double(e.length) / m.info.fps};
+  }
+  std::string stats_path = m.root + "/meta/episodes_stats.jsonl";
+  std::error_code ec;
+  if (fs::exists(stats_path, ec)) {  // v2.1; v2.0 has none
+    auto stats = read_episodes_stats_jsonl(stats_path);
+    for (Episode& e : m.episodes)
+      if (auto it = stats.find(e.index); it != stats.end()) e.stats = std::move(it->second);
   }
   std::string task_path = m.root + "/meta/tasks.jsonl";
   read_jsonl(task_path, [&](const json& j, int n) {
@@ -128,6 +157,8 @@ void load_v3(Metadata& m) {
     for (const Feature* v : videos)
       for (const char* k : {"chunk_index", "file_index", "from_timestamp", "to_timestamp"})
         cols.push_back("videos/" + v->key + "/" + k);
+    for (const std::string& name : reader->column_names())
+      if (name.rfind("stats/", 0) == 0) cols.push_back(name);
     io::Table t = reader->read(cols);
     auto i64 = [&](const std::string& name) { return need_column(t, name, io::TypeId::kInt64, file).data<int64_t>(); };
     auto f64 = [&](const std::string& name) { return need_column(t, name, io::TypeId::kDouble, file).data<double>(); };
@@ -149,6 +180,13 @@ void load_v3(Metadata& m) {
         e.videos[v->key] = VideoSpan{i64(p + "chunk_index")[size_t(r)], i64(p + "file_index")[size_t(r)],
                                      f64(p + "from_timestamp")[size_t(r)], f64(p + "to_timestamp")[size_t(r)]};
       }
+      for (const io::Column& c : t.columns) {
+        if (c.name.rfind("stats/", 0) != 0) continue;
+        size_t slash = c.name.rfind('/');
+        if (slash <= 6) continue;  // "stats/<feature>/<statistic>"
+        std::vector<double>& v = e.stats[c.name.substr(6, slash - 6)][c.name.substr(slash + 1)];
+        flatten_cell(c, r, v);
+      }
       if (e.to_index - e.from_index != e.length)
         fail_corrupt(file + ": episode " + std::to_string(e.index) + " has length " + std::to_string(e.length) +
                      " but dataset_from_index..dataset_to_index spans " + std::to_string(e.to_index - e.from_index));
@@ -168,12 +206,6 @@ void load_v3(Metadata& m) {
     if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1);
     m.tasks[size_t(i)] = std::string(task.str(r));
   }
-}
-
-void flatten(const json& j, std::vector<double>& out, const std::string& where) {
-  if (j.is_number()) out.push_back(j.get<double>());
-  else if (j.is_array()) for (const json& k : j) flatten(k, out, where);
-  else fail_corrupt(where + " must hold numbers");
 }
 
 void load_stats(Metadata& m) {
@@ -210,6 +242,21 @@ void check(const Metadata& m) {
 }
 
 }  // namespace
+
+std::map<int64_t, std::map<std::string, FeatureStats>> read_episodes_stats_jsonl(const std::string& path) {
+  std::map<int64_t, std::map<std::string, FeatureStats>> out;
+  read_jsonl(path, [&](const json& j, int n) {
+    const std::string where = path + ": line " + std::to_string(n);
+    int64_t index = need_int(j, "episode_index", where);
+    if (!j.contains("stats") || !j["stats"].is_object()) fail_corrupt(where + ": field 'stats' must be an object");
+    auto& ep = out[index];
+    for (const auto& f : j["stats"].items()) {
+      if (!f.value().is_object()) fail_corrupt(where + ": field 'stats." + f.key() + "' must be an object");
+      for (const auto& s : f.value().items()) flatten(s.value(), ep[f.key()][s.key()], where + ": field 'stats." + f.key() + "." + s.key() + "'");
+    }
+  });
+  return out;
+}
 
 std::string Metadata::data_file(const Episode& e) const {
   TemplateArgs a;

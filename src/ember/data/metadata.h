@@ -25,6 +25,9 @@ struct Episode {
   int64_t from_index = 0, to_index = 0;     // global frame range [from, to)
   int64_t data_chunk = 0, data_file = 0;    // v3.0 data file (v2.x: chunk of the episode)
   std::map<std::string, VideoSpan> videos;  // by camera key (v3.0; v2.x spans start at 0)
+  // The episode's own statistics (v2.1 episodes_stats.jsonl, v3.0 stats/* columns); empty
+  // when the dataset has none (v2.0).
+  std::map<std::string, std::map<std::string, std::vector<double>>> stats;
 };
 
 // Per feature: statistic name ("mean", "std", "min", "max", "q01", "q99", "count", ...) ->
@@ -45,6 +48,9 @@ struct Metadata {
   const Episode& episode_of(int64_t index) const;
   int64_t num_frames() const { return episodes.empty() ? 0 : episodes.back().to_index; }
 };
+
+// Reads a v2.1 meta/episodes_stats.jsonl: episode index -> feature -> statistics.
+std::map<int64_t, std::map<std::string, FeatureStats>> read_episodes_stats_jsonl(const std::string& path);
 
 // Loads everything under ROOT/meta; throws Error naming the file and field at fault,
 // including info.json totals that contradict the episode tables.
