@@ -8,6 +8,7 @@
 #   EMBER_VENV       Python venv for the tests (default: ~/.cache/ember/venv, outside the tree)
 #   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
 #   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
+#   EMBER_BUILD_TARGET  build only this target (scripts/demo.sh builds only `ember`)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -68,5 +69,5 @@ if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^EMBER_PYTHON:FILEPATH=$pyth
   say "configuring $build"
   cmake -S "$root" -B "$build" "${cmake_args[@]}" >&2
 fi
-say "building"
-cmake --build "$build" -- -j"$(nproc)" >&2
+say "building ${EMBER_BUILD_TARGET:-everything}"
+cmake --build "$build" ${EMBER_BUILD_TARGET:+--target "$EMBER_BUILD_TARGET"} -- -j"$(nproc)" >&2
