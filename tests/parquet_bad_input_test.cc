@@ -263,6 +263,17 @@ TEST(ParquetBadInput, DeltaHeaderCountDifferentFromThePageIsCorruptionBeforeAllo
                {"column 's'", "DELTA_BINARY_PACKED holds 1 values, the page needs 16777216"});
 }
 
+// A tiny file whose footer claims 2^25 rows is refused before anything is allocated.
+TEST(ParquetBadInput, ChunkClaimingFarMoreValuesThanTheFileCouldHoldIsUnsupported) {
+  const int64_t n = int64_t(1) << 25;
+  Bytes f = int32_file([n](FileMetaData& m) {
+    m.num_rows = n;
+    m.row_groups[0].num_rows = n;
+    m.row_groups[0].columns[0].meta_data.num_values = n;
+  });
+  expect_error(f, ErrorKind::kUnsupported, {"column 'x'", "claims 33554432 values in a file of"});
+}
+
 // A legal page whose RLE levels stand for more values than any writer puts in a page is
 // refused before anything is allocated for it.
 TEST(ParquetBadInput, PageOfMoreThan16MValuesIsUnsupported) {

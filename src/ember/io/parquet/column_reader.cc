@@ -375,6 +375,14 @@ LeafData read_column_chunk(const Source& source, const ColumnChunk& chunk, const
     fail_corrupt(what + ": column chunk at offset " + std::to_string(start) + " of " + std::to_string(len) +
                  " bytes lies outside the file (" + std::to_string(source.size()) + " bytes)");
   if (m.num_values < 0) fail_corrupt(what + ": column chunk has num_values " + std::to_string(m.num_values));
+  // RLE lets a few bytes stand for any number of values; a chunk may claim at most 16M
+  // values plus 64 per byte of the file, which no real file comes near, so that a tiny file
+  // cannot make the reader allocate gigabytes
+  const uint64_t max_values = (uint64_t(1) << 24) + 64 * source.size();
+  if (uint64_t(m.num_values) > max_values)
+    fail_unsupported(what + ": column chunk claims " + std::to_string(m.num_values) + " values in a file of " +
+                     std::to_string(source.size()) + " bytes; ember reads at most " + std::to_string(max_values) +
+                     " values per chunk of such a file");
   // a leaf outside any list has one level entry per row
   if (leaf.max_rep == 0 && m.num_values != num_rows)
     fail_corrupt(what + ": column chunk has num_values " + std::to_string(m.num_values) + ", the row group has " +
