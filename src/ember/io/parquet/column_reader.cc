@@ -137,7 +137,7 @@ class ChunkDecoder {
   }
 
   void levels_v1(Encoding enc, int16_t max_level, const uint8_t*& p, size_t& left, size_t n,
-                 std::vector<int16_t>& out, const char* kind) {
+                 Levels& out, const char* kind) {
     if (enc != Encoding::kRle)
       fail_unsupported(what_ + ": " + kind + " level encoding " + encoding_name(enc) + " is not supported (only RLE)");
     if (left < 4) corrupt(std::string(kind) + " levels: page too short for the length prefix");
@@ -148,7 +148,7 @@ class ChunkDecoder {
     left -= 4 + len;
   }
 
-  void levels(int16_t max_level, const uint8_t* p, size_t len, size_t n, std::vector<int16_t>& out, const char* kind) {
+  void levels(int16_t max_level, const uint8_t* p, size_t len, size_t n, Levels& out, const char* kind) {
     std::string what = what_ + ": " + kind + " levels";
     RleDecoder dec(p, len, bit_width_for(uint32_t(max_level)), &what);
     size_t at = out.size();

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "ember/core/file.h"
@@ -10,6 +12,28 @@
 #include "ember/io/parquet/schema.h"
 
 namespace ember::io::parquet {
+
+// An allocator whose resize() leaves new ints uninitialised: level buffers are written in
+// full right after they grow, so zero-filling them first is wasted work.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Levels = std::vector<int16_t, UninitAllocator<int16_t>>;
 
 // Dense non-null values: fixed-width bytes, or offsets + bytes for byte arrays.
 struct DenseValues {
@@ -20,8 +44,8 @@ struct DenseValues {
 
 // A leaf column's decoded chunk. Levels are empty when the maximum level is 0.
 struct LeafData {
-  std::vector<int16_t> def;     // [num_entries]
-  std::vector<int16_t> rep;     // [num_entries]
+  Levels def;                   // [num_entries]
+  Levels rep;                   // [num_entries]
   int64_t num_entries = 0;      // level entries (values + nulls + empty lists)
   int64_t num_values = 0;       // non-null values, stored densely below
   DenseValues values;           // the non-null values, in order

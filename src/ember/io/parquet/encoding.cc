@@ -42,9 +42,13 @@ inline uint64_t load64(const uint8_t* data, size_t size, size_t at) {
 
 }  // namespace
 
-void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, uint32_t* out, size_t n) {
+namespace {
+
+// unpack_bits for any integer output type, so levels decode straight into int16.
+template <class T>
+void unpack_bits_to(const uint8_t* data, size_t size, uint64_t bit_pos, int width, T* out, size_t n) {
   if (width == 0) {
-    std::memset(out, 0, n * sizeof(uint32_t));
+    std::memset(out, 0, n * sizeof(T));
     return;
   }
   const uint64_t mask = (uint64_t(1) << width) - 1;
@@ -56,7 +60,7 @@ void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, 
     const size_t bytes = std::min<size_t>(n / size_t(per_byte), size - size_t(bit_pos >> 3));
     for (size_t b = 0; b < bytes; ++b) {
       uint32_t v = p[b];
-      for (int k = 0; k < per_byte; ++k) out[i++] = (v >> (k * width)) & uint32_t(mask);
+      for (int k = 0; k < per_byte; ++k) out[i++] = T((v >> (k * width)) & uint32_t(mask));
     }
     bit_pos += uint64_t(bytes) * 8;
   }
@@ -67,7 +71,7 @@ void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, 
     for (; i < n && bit_pos <= safe_bits; ++i, bit_pos += uint64_t(width)) {
       uint64_t word;
       std::memcpy(&word, data + (bit_pos >> 3), 8);
-      out[i] = uint32_t((word >> (bit_pos & 7)) & mask);
+      out[i] = T((word >> (bit_pos & 7)) & mask);
     }
   }
   for (; i < n; ++i, bit_pos += uint64_t(width)) {
@@ -75,8 +79,14 @@ void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, 
     int shift = int(bit_pos & 7);
     uint64_t word = load64(data, size, byte) >> shift;
     if (shift + width > 64) word |= load64(data, size, byte + 8) << (64 - shift);
-    out[i] = uint32_t(word & mask);
+    out[i] = T(word & mask);
   }
+}
+
+}  // namespace
+
+void unpack_bits(const uint8_t* data, size_t size, uint64_t bit_pos, int width, uint32_t* out, size_t n) {
+  unpack_bits_to(data, size, bit_pos, width, out, n);
 }
 
 // ---- RleDecoder ----
@@ -120,7 +130,6 @@ bool RleDecoder::next_run() {
 
 template <class T>
 void RleDecoder::decode(T* out, size_t n) {
-  uint32_t buf[256];
   while (n > 0) {
     if (rle_left_ > 0) {
       size_t k = size_t(std::min<uint64_t>(rle_left_, n));
@@ -130,9 +139,8 @@ void RleDecoder::decode(T* out, size_t n) {
       n -= k;
       rle_left_ -= k;
     } else if (lit_left_ > 0) {
-      size_t k = size_t(std::min<uint64_t>({lit_left_, uint64_t(n), uint64_t(256)}));
-      unpack_bits(data_, size_, lit_bit_pos_, bit_width_, buf, k);
-      for (size_t i = 0; i < k; ++i) out[i] = T(buf[i]);
+      size_t k = size_t(std::min<uint64_t>(lit_left_, uint64_t(n)));
+      unpack_bits_to(data_, size_, lit_bit_pos_, bit_width_, out, k);
       lit_bit_pos_ += uint64_t(k) * uint64_t(bit_width_);
       out += k;
       n -= k;
