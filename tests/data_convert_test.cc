@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
 #include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/check.h"
@@ -26,23 +27,10 @@ namespace ember::data {
 namespace {
 
 namespace fs = std::filesystem;
+using test::TempDir;
+using test::feature;
 const std::string kFixture = std::string(EMBER_TEST_DATA) + "/lerobot_v2_1";
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = (fs::temp_directory_path() / ("ember_convert_test_" + std::to_string(::getpid()) + "_" +
-                                          std::to_string(counter_++))).string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  static inline int counter_ = 0;
-};
 
 using test::stripe_index;
 

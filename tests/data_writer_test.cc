@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "test_util.h"
 #include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/check.h"
@@ -22,33 +23,10 @@ namespace ember::data {
 namespace {
 
 namespace fs = std::filesystem;
+using test::TempDir;
+using test::feature;
 
-// A scratch directory removed at the end of each test.
-class TempDir {
- public:
-  TempDir() {
-    path_ = (fs::temp_directory_path() / ("ember_writer_test_" + std::to_string(::getpid()) + "_" +
-                                          std::to_string(counter_++))).string();
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
 
- private:
-  std::string path_;
-  static inline int counter_ = 0;
-};
-
-Feature feature(const std::string& key, const std::string& dtype, std::vector<int64_t> shape,
-                nlohmann::json names = nullptr) {
-  Feature f;
-  f.key = key;
-  f.dtype = dtype;
-  f.shape = std::move(shape);
-  f.names = std::move(names);
-  return f;
-}
 
 std::vector<Feature> robot_features() {
   return {feature("observation.state", "float32", {6}, {"j0", "j1", "j2", "j3", "j4", "gripper"}),

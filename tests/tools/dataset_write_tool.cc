@@ -16,22 +16,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../test_util.h"
 #include "ember/core/error.h"
 #include "ember/data/dataset_writer.h"
 
 namespace {
 
 using ember::data::Feature;
+using ember::test::feature;
 using ember::data::Frame;
 
-Feature feature(const std::string& key, const std::string& dtype, std::vector<int64_t> shape, nlohmann::json names) {
-  Feature f;
-  f.key = key;
-  f.dtype = dtype;
-  f.shape = std::move(shape);
-  f.names = std::move(names);
-  return f;
-}
 
 std::vector<Feature> features() {
   return {feature("observation.state", "float32", {6}, {"j0", "j1", "j2", "j3", "j4", "gripper"}),

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <string>
 
+#include "../test_util.h"
 #include "ember/core/error.h"
 #include "ember/data/convert.h"
 #include "ember/data/dataset.h"
@@ -23,15 +24,8 @@
 namespace {
 
 using ember::data::Feature;
+using ember::test::feature;
 
-Feature feature(const std::string& key, const std::string& dtype, std::vector<int64_t> shape) {
-  Feature f;
-  f.key = key;
-  f.dtype = dtype;
-  f.shape = std::move(shape);
-  if (dtype == "video") f.names = {"height", "width", "channels"};
-  return f;
-}
 
 // Frame `index`: its index as 12 stripes (bit 11 left) in the top half, texture below.
 ember::io::Image stripes(int64_t index, int h, int w) {
