@@ -559,24 +559,7 @@ const char* const kTop = "observation.images.top";
 const char* const kWrist = "observation.images.wrist";
 const int kVideoLengths[] = {20, 31, 17};
 
-io::Image stripes(int64_t index, int h, int w) {
-  io::Image im;
-  im.height = h;
-  im.width = w;
-  im.rgb.resize(size_t(h) * w * 3);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      uint8_t* p = &im.rgb[(size_t(y) * w + x) * 3];
-      if (y < h / 2) {
-        p[0] = p[1] = p[2] = (index >> (11 - x * 12 / w)) & 1 ? 255 : 0;
-      } else {
-        p[0] = uint8_t(x * 2 + index * 3);
-        p[1] = uint8_t(y * 3 + index);
-        p[2] = uint8_t(128 + 100 * std::sin((x + y + 2 * index) * 0.1));
-      }
-    }
-  return im;
-}
+using test::draw_stripes;
 
 using test::stripe_index;
 
@@ -590,8 +573,8 @@ DatasetWriter write_video_dataset(const std::string& root, WriterOptions o) {
     for (int k = 0; k < kVideoLengths[e]; ++k, ++index) {
       Frame f;
       f.values["observation.state"] = {double(index), 0.5 * k, -1.0 * e};
-      f.images[kTop] = stripes(index, 64, 96);
-      f.images[kWrist] = stripes(index, 80, 96);
+      f.images[kTop] = draw_stripes(index, 64, 96);
+      f.images[kWrist] = draw_stripes(index, 80, 96);
       w.add_frame(f);
     }
     w.save_episode("task " + std::to_string(e % 2));
@@ -700,8 +683,8 @@ TEST(DatasetWriterVideo, ClearedEpisodeAndDestroyedWriterLeaveNothing) {
     DatasetWriter w = write_video_dataset(root, {});
     Frame f;
     f.values["observation.state"] = {0, 0, 0};
-    f.images[kTop] = stripes(0, 64, 96);
-    f.images[kWrist] = stripes(0, 80, 96);
+    f.images[kTop] = draw_stripes(0, 64, 96);
+    f.images[kWrist] = draw_stripes(0, 80, 96);
     w.add_frame(f);
     w.clear_episode();
     w.add_frame(f);

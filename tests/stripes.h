@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ember/io/png.h"
+
 namespace ember::test {
 
 // The index shown by an RGB frame ([height, width, 3]): the mean of each stripe's centre in
@@ -35,6 +37,27 @@ inline int64_t stripe_index(const uint8_t* rgb, int width, int height) {
 template <class F>
 int64_t stripe_index(const F& f) {
   return stripe_index(f.rgb.data(), f.width, f.height);
+}
+
+// Frame `index` drawn that way: its index as 12 stripes (bit 11 left) in the top half, a
+// texture that moves with the index below (so that codecs have real work to do).
+inline io::Image draw_stripes(int64_t index, int h, int w) {
+  io::Image im;
+  im.height = h;
+  im.width = w;
+  im.rgb.resize(size_t(h) * w * 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      uint8_t* p = &im.rgb[(size_t(y) * w + x) * 3];
+      if (y < h / 2) {
+        p[0] = p[1] = p[2] = (index >> (11 - x * 12 / w)) & 1 ? 255 : 0;
+      } else {
+        p[0] = uint8_t(x * 2 + index * 3);
+        p[1] = uint8_t(y * 3 + index);
+        p[2] = uint8_t(128 + 100 * std::sin((x + y + 2 * index) * 0.1));
+      }
+    }
+  return im;
 }
 
 }  // namespace ember::test

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <string>
 
+#include "../stripes.h"
 #include "../test_util.h"
 #include "ember/core/error.h"
 #include "ember/data/convert.h"
@@ -27,25 +28,7 @@ using ember::data::Feature;
 using ember::test::feature;
 
 
-// Frame `index`: its index as 12 stripes (bit 11 left) in the top half, texture below.
-ember::io::Image stripes(int64_t index, int h, int w) {
-  ember::io::Image im;
-  im.height = h;
-  im.width = w;
-  im.rgb.resize(size_t(h) * w * 3);
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      uint8_t* p = &im.rgb[(size_t(y) * w + x) * 3];
-      if (y < h / 2) {
-        p[0] = p[1] = p[2] = (index >> (11 - x * 12 / w)) & 1 ? 255 : 0;
-      } else {
-        p[0] = uint8_t(x * 2 + index * 3);
-        p[1] = uint8_t(y * 3 + index);
-        p[2] = uint8_t(128 + 100 * std::sin((x + y + 2 * index) * 0.1));
-      }
-    }
-  return im;
-}
+using ember::test::draw_stripes;
 
 void write(const std::string& out) {
   const int lengths[] = {20, 31, 17};
@@ -60,8 +43,8 @@ void write(const std::string& out) {
     for (int k = 0; k < lengths[e]; ++k, ++index) {
       ember::data::Frame f;
       f.values["observation.state"] = {double(index), 0.5 * k, -1.0 * e};
-      f.images["observation.images.top"] = stripes(index, 64, 96);
-      f.images["observation.images.wrist"] = stripes(index, 80, 96);
+      f.images["observation.images.top"] = draw_stripes(index, 64, 96);
+      f.images["observation.images.wrist"] = draw_stripes(index, 80, 96);
       for (const char* cam : {"observation.images.top", "observation.images.wrist"})
         rgb.write(reinterpret_cast<const char*>(f.images[cam].rgb.data()), std::streamsize(f.images[cam].rgb.size()));
       w.add_frame(f);
