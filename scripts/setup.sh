@@ -13,7 +13,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${EMBER_BUILD_DIR:-$root/build}"
-venv="${EMBER_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ember/venv}"
+venv="${EMBER_VENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/ember/venv}"
 
 say() { echo "[setup] $*" >&2; }
 
