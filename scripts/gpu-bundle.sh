@@ -13,6 +13,7 @@ packages=(
   libpng-dev libpng16-16
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
+  libsentencepiece-dev libsentencepiece0  # libsentencepiece0 bundles protobuf-lite: no libprotobuf-lite32
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

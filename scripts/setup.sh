@@ -23,6 +23,7 @@ packages=(
   libsnappy-dev libzstd-dev zlib1g-dev libpng-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
+  libsentencepiece-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   python3 python3-venv
 )
