@@ -14,6 +14,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
   libsentencepiece-dev libsentencepiece0  # libsentencepiece0 bundles protobuf-lite: no libprotobuf-lite32
+  # sim layer: MuJoCo and its four libraries; the glvnd loaders ember dlopens for EGL rendering
+  # (the NVIDIA driver's EGL vendor library comes with the node's driver)
+  libmujoco-dev libmujoco2.2.2 libccd2 liblodepng0 libqhull-r8.0 libtinyxml2-9
+  libegl1 libgl1 libglvnd0 libglx0 libopengl0
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

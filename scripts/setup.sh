@@ -25,7 +25,9 @@ packages=(
   libgtest-dev libgmock-dev
   libsentencepiece-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  libmujoco-dev libosmesa6-dev libegl-dev  # sim layer: MuJoCo 2.2.2, OSMesa (CPU) / EGL (GPU) rendering
   python3 python3-venv
+  iproute2  # `ip netns` for the two-host launcher test (tests/tools/netns_two_hosts.sh)
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
   missing=()
@@ -59,6 +61,15 @@ else
     say "installing Python test packages into $venv"
     "$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$req" >&2
     cp "$req" "$stamp"
+  fi
+  # libtorch comes with the torch wheel (DESIGN.md); ember runs no Python, the wheel only
+  # carries the C++ libraries. Large (about 4 GB with its CUDA libraries): installed once.
+  treq="$root/scripts/requirements-torch.txt"
+  tstamp="$venv/.ember-torch"
+  if ! cmp -s "$treq" "$tstamp"; then
+    say "installing libtorch (the torch wheel) into $venv; this downloads a few GB once"
+    "$venv/bin/python3" -m pip install -q --disable-pip-version-check -r "$treq" >&2
+    cp "$treq" "$tstamp"
   fi
   python_for_tests="$venv/bin/python3"
 fi

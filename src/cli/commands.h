@@ -13,6 +13,12 @@ using Action = std::function<int()>;
 void add_data_commands(CLI::App& app, Action& action);
 void add_bench_commands(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
+// `train` and `predict` (src/cli/train_commands.cc).
+void add_train_commands(CLI::App& app, Action& action);
+// Prints a checkpoint's predicted action chunk for a dataset frame next to the recorded one.
+int print_prediction(const std::string& checkpoint, const std::string& root, int64_t index, const std::string& device);
+void add_sim_commands(CLI::App& app, Action& action);  // sim collect|view, eval, bench sim
+void add_launch_command(CLI::App& app, Action& action);
 // `data check` and `data sample`, added to the `data` subcommand.
 void add_dataset_commands(CLI::App& data, Action& action);
 

@@ -1,0 +1,321 @@
+// `ember sim collect|view`, `ember eval` and `ember bench sim`: flag parsing only; the work is
+// in src/ember/sim/. Built as stubs that fail with a clear error when MuJoCo is missing.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ember/core/error.h"
+
+#ifdef EMBER_HAVE_SIM
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "ember_version.h"
+#include "ember/io/png.h"
+#include "ember/core/file.h"
+#include "ember/sim/collect.h"
+#include "ember/sim/evaluate.h"
+#include "ember/sim/expert.h"
+#include "ember/sim/render.h"
+#include "ember/sim/vector_env.h"
+#endif
+
+namespace ember::cli {
+
+namespace {
+
+#ifdef EMBER_HAVE_SIM
+
+int run_view(const std::string& task_name, const std::string& output, int image_size, int init, const std::string& renderer) {
+  const sim::TaskSpec& task = sim::find_task(task_name);
+  if (init < 0 || init >= sim::kEvalInitStates)
+    fail(ErrorKind::kInvalidArgument, "--init: must be in 0.." + std::to_string(sim::kEvalInitStates - 1));
+  if (image_size < 8 || image_size > 2048) fail(ErrorKind::kInvalidArgument, "--image_size: must be in 8..2048");
+  if (output.empty()) fail(ErrorKind::kInvalidArgument, "--output: missing");
+  sim::RendererKind kind = sim::parse_renderer(renderer);
+  if (kind == sim::RendererKind::kNone) fail(ErrorKind::kInvalidArgument, "--renderer: none cannot draw a picture");
+  auto scene = sim::Scene::load();
+  sim::Env env(scene);
+  env.reset(task, sim::eval_init_states(task)[init]);
+  sim::CameraRenderer r(*scene, kind, image_size, image_size);
+  io::Image im;
+  im.width = 2 * image_size, im.height = image_size;
+  im.rgb.resize(size_t(im.width) * im.height * 3);
+  std::vector<uint8_t> a(size_t(image_size) * image_size * 3), w(a.size());
+  r.render(env.data(), scene->agentview_camera, a.data());
+  r.render(env.data(), scene->wrist_camera, w.data());
+  for (int y = 0; y < image_size; ++y) {
+    std::copy_n(a.data() + size_t(y) * image_size * 3, image_size * 3, im.rgb.data() + size_t(y) * im.width * 3);
+    std::copy_n(w.data() + size_t(y) * image_size * 3, image_size * 3,
+                im.rgb.data() + size_t(y) * im.width * 3 + image_size * 3);
+  }
+  std::vector<uint8_t> png = io::encode_png(im);
+  AtomicFile f(output);
+  f.write(png.data(), png.size());
+  f.commit();
+  std::printf("%s: %s (\"%s\", init state %d), agentview | wrist, %dx%d each, renderer %s\n", output.c_str(),
+              task.name.c_str(), task.instruction.c_str(), init, image_size, image_size, sim::renderer_name(kind));
+  return 0;
+}
+
+struct EvalArgs {
+  sim::EvalOptions options;
+  std::string policy, checkpoint, device, renderer = "auto";
+  bool no_videos = false;
+};
+
+int run_eval(EvalArgs& a) {
+  if (a.policy.empty()) a.policy = a.checkpoint.empty() ? "" : "checkpoint";
+  if (a.policy.empty()) fail(ErrorKind::kInvalidArgument, "--policy: missing (--policy expert, or --checkpoint DIR)");
+  if (a.policy == "checkpoint" && a.checkpoint.empty())
+    fail(ErrorKind::kInvalidArgument, "--checkpoint: missing for --policy checkpoint");
+  sim::find_suite(a.options.suite);  // flag errors before anything starts
+  if (a.options.output_dir.empty()) fail(ErrorKind::kInvalidArgument, "--output_dir: missing");
+  sim::check_output_dir(a.options.output_dir, "--output_dir");
+  a.options.renderer = sim::parse_renderer(a.renderer);
+  a.options.videos = !a.no_videos;
+  sim::PolicyArgs pa;
+  pa.checkpoint = a.checkpoint;
+  pa.device = a.device;
+  pa.image_size = a.options.image_size;
+  pa.seed = a.options.seed;
+  std::unique_ptr<sim::Policy> policy = sim::make_policy(a.policy, pa);
+  sim::EvalResult r = sim::evaluate(a.options, *policy);
+  std::printf("%lld env steps in %.1f s; results in %s/eval.json\n", (long long)r.env_steps, r.seconds,
+              a.options.output_dir.c_str());
+  return 0;
+}
+
+int run_collect(sim::CollectOptions& o, const std::string& renderer) {
+  sim::find_suite(o.suite);
+  o.renderer = sim::parse_renderer(renderer);
+  sim::CollectResult r = sim::collect(o);
+  std::printf("%s: %lld episodes, %lld frames (%s cameras) from %lld expert attempts in %.1f s\n", r.root.c_str(),
+              (long long)r.episodes, (long long)r.frames, r.camera_dtype.c_str(), (long long)r.attempts, r.seconds);
+  return r.short_tasks.empty() ? 0 : 1;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  return "unknown CPU";
+}
+
+// env steps/s of n envs on n threads with random actions (episodes auto-reset).
+double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector<const sim::TaskSpec*>& tasks, int n,
+               sim::RendererKind kind, int image_size, double seconds) {
+  sim::VectorEnvConfig vc;
+  vc.n_envs = n;
+  vc.threads = n;
+  vc.renderer = kind;
+  vc.image_size = image_size;
+  sim::VectorEnv venv(scene, tasks, vc);
+  venv.reset(1);
+  sim::Rng rng(7);
+  std::vector<sim::Action> actions(n);
+  auto fill = [&] {
+    for (auto& a : actions)
+      for (float& v : a) v = float(rng.uniform(-1, 1));
+  };
+  for (int k = 0; k < 5; ++k) fill(), venv.step(actions);  // warm up (contexts, caches)
+  int64_t steps = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    fill();
+    venv.step(actions);
+    steps += n;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return steps / elapsed;
+}
+
+int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> n_envs, double seconds) {
+  auto scene = sim::Scene::load();
+  const sim::Suite& suite = sim::find_suite("ember10");
+  std::vector<const sim::TaskSpec*> tasks;
+  for (const auto& t : suite.tasks) tasks.push_back(&t);
+  sim::RendererKind kind = sim::parse_renderer(renderer);
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_envs.empty()) n_envs = {1, cores};
+  const std::string device = cpu_model();
+  for (int n : n_envs) {
+    if (n < 1) fail(ErrorKind::kInvalidArgument, "--n_envs: must be >= 1");
+    for (sim::RendererKind k : {sim::RendererKind::kNone, kind}) {
+      double sps = measure(scene, tasks, n, k, image_size, seconds);
+      std::printf(
+          "{\"bench\": \"sim\", \"commit\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"renderer\": \"%s\", "
+          "\"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, \"threads\": %d, \"substeps\": %d, "
+          "\"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, \"physics_steps_per_s\": %.0f}\n",
+          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(k), k == sim::RendererKind::kNone ? 0 : 2,
+          image_size, n, n, sim::kSubsteps, sps, sps / n, sps * sim::kSubsteps);
+      std::fflush(stdout);
+      if (kind == sim::RendererKind::kNone) break;
+    }
+  }
+  return 0;
+}
+
+#else
+
+[[noreturn]] void no_sim() {
+  fail_unsupported("this ember was built without MuJoCo (apt-get install libmujoco-dev, configure with -DEMBER_SIM=ON)");
+}
+
+#endif
+
+}  // namespace
+
+void add_sim_commands(CLI::App& app, Action& action) {
+  CLI::App* simc = app.add_subcommand("sim", "simulated tasks: scripted demonstrations, scene pictures");
+  simc->require_subcommand(1);
+
+  // ember sim collect
+  struct CollectArgs {
+    std::string suite = "ember10", output_dir, renderer = "auto", camera_dtype;
+    std::vector<std::string> tasks;
+    int episodes_per_task = 10, image_size = 128, n_envs = 1, threads = 0;
+    uint64_t seed = 0;
+    double noise = 0.08;
+  };
+  auto c = std::make_shared<CollectArgs>();
+  CLI::App* col = simc->add_subcommand("collect", "record successful expert episodes as a LeRobot v3.0 dataset");
+  col->add_option("--suite", c->suite, "task suite (ember10, easy; default ember10)");
+  col->add_option("--task", c->tasks, "only these tasks of the suite (repeatable)");
+  col->add_option("--episodes_per_task", c->episodes_per_task, "successful episodes per task (default 10)");
+  col->add_option("--output_dir", c->output_dir, "dataset root to create (absent or empty)")->required();
+  col->add_option("--image_size", c->image_size, "camera width = height in pixels (default 128)");
+  col->add_option("--seed", c->seed, "seed of the initial states and expert noise (default 0)");
+  col->add_option("--n_envs", c->n_envs, "environments run in parallel (default 1)");
+  col->add_option("--threads", c->threads, "worker threads (default: min(n_envs, cores))");
+  col->add_option("--renderer", c->renderer, "egl, osmesa or auto (default auto: EGL on a GPU, else OSMesa)");
+  col->add_option("--camera_dtype", c->camera_dtype, "video or image (default: video when built with FFmpeg)");
+  col->add_option("--noise", c->noise, "expert action noise std (default 0.08)");
+  col->callback([c, &action] {
+    action = [c]() -> int {
+#ifdef EMBER_HAVE_SIM
+      sim::CollectOptions o;
+      o.suite = c->suite, o.tasks = c->tasks, o.episodes_per_task = c->episodes_per_task;
+      o.output_dir = c->output_dir, o.image_size = c->image_size, o.seed = c->seed, o.n_envs = c->n_envs;
+      o.threads = c->threads, o.camera_dtype = c->camera_dtype, o.noise = c->noise;
+      return run_collect(o, c->renderer);
+#else
+      no_sim();
+#endif
+    };
+  });
+
+  // ember sim view
+  struct ViewArgs {
+    std::string task, output, renderer = "auto";
+    int image_size = 256, init = 0;
+  };
+  auto v = std::make_shared<ViewArgs>();
+  CLI::App* view = simc->add_subcommand("view", "render a task's scene from both cameras into a PNG");
+  view->add_option("--task", v->task, "task name (e.g. pick_red_into_tray)")->required();
+  view->add_option("--output", v->output, "PNG file to write")->required();
+  view->add_option("--image_size", v->image_size, "camera width = height (default 256)");
+  view->add_option("--init", v->init, "which evaluation init state (0..49, default 0)");
+  view->add_option("--renderer", v->renderer, "egl, osmesa or auto");
+  view->callback([v, &action] {
+    action = [v]() -> int {
+#ifdef EMBER_HAVE_SIM
+      return run_view(v->task, v->output, v->image_size, v->init, v->renderer);
+#else
+      no_sim();
+#endif
+    };
+  });
+
+  // ember sim export_init_states: freezes the evaluation init states as JSON (assets/sim/init_states)
+  auto xdir = std::make_shared<std::string>();
+  CLI::App* xs = simc->add_subcommand("export_init_states", "write every task's 50 evaluation init states as JSON");
+  xs->add_option("--output_dir", *xdir, "folder for <task>.json (e.g. assets/sim/init_states)")->required();
+  xs->callback([xdir, &action] {
+    action = [xdir]() -> int {
+#ifdef EMBER_HAVE_SIM
+      int n = 0;
+      for (const std::string& suite : sim::suite_names())
+        for (const sim::TaskSpec& t : sim::find_suite(suite).tasks) sim::export_init_states(t, *xdir), ++n;
+      std::printf("%s: init states of %d tasks\n", xdir->c_str(), n);
+      return 0;
+#else
+      no_sim();
+#endif
+    };
+  });
+
+  // ember eval
+  auto e = std::make_shared<
+#ifdef EMBER_HAVE_SIM
+      EvalArgs
+#else
+      int
+#endif
+      >();
+  CLI::App* ev = app.add_subcommand("eval", "closed-loop evaluation of a policy in simulation");
+#ifdef EMBER_HAVE_SIM
+  ev->add_option("--policy", e->policy, "expert, or a registered policy (default with --checkpoint: checkpoint)");
+  ev->add_option("--checkpoint", e->checkpoint, "trained policy checkpoint directory");
+  ev->add_option("--device", e->device, "device for the policy (e.g. cuda, cpu)");
+  ev->add_option("--suite", e->options.suite, "task suite (default ember10)");
+  ev->add_option("--task", e->options.tasks, "only these tasks of the suite (repeatable)");
+  ev->add_option("--trials", e->options.trials, "episodes per task (default 50)");
+  ev->add_option("--n_envs", e->options.n_envs, "environments run in parallel (default 1)");
+  ev->add_option("--threads", e->options.threads, "worker threads (default: min(n_envs, cores))");
+  ev->add_option("--seed", e->options.seed, "seed (default 0)");
+  ev->add_option("--replan_steps", e->options.replan_steps, "actions of each chunk executed before replanning (default 1)");
+  ev->add_option("--image_size", e->options.image_size, "camera width = height (default 128)");
+  ev->add_option("--renderer", e->renderer, "egl, osmesa, none or auto");
+  ev->add_option("--output_dir", e->options.output_dir, "where eval.json and videos go (absent or empty)");
+  ev->add_flag("--no_videos", e->no_videos, "write no rollout videos");
+#endif
+  ev->callback([e, &action] {
+    action = [e]() -> int {
+#ifdef EMBER_HAVE_SIM
+      return run_eval(*e);
+#else
+      no_sim();
+#endif
+    };
+  });
+
+  // ember bench sim (added to the `bench` group when it exists)
+  struct BenchArgs {
+    std::string renderer = "auto";
+    int image_size = 128;
+    std::vector<int> n_envs;
+    double seconds = 3;
+  };
+  auto b = std::make_shared<BenchArgs>();
+  CLI::App* bench = nullptr;
+  try {
+    bench = app.get_subcommand("bench");
+  } catch (const CLI::OptionNotFound&) {
+    bench = app.add_subcommand("bench", "benchmarks (one JSON line per result)");
+  }
+  CLI::App* bs = bench->add_subcommand("sim", "env steps/s with and without rendering, 1..N envs on N threads");
+  bs->add_option("--renderer", b->renderer, "egl, osmesa, none or auto");
+  bs->add_option("--image_size", b->image_size, "camera width = height (default 128)");
+  bs->add_option("--n_envs", b->n_envs, "env counts to measure (default: 1 and the core count)");
+  bs->add_option("--seconds", b->seconds, "seconds per measurement (default 3)");
+  bs->callback([b, &action] {
+    action = [b]() -> int {
+#ifdef EMBER_HAVE_SIM
+      return run_bench_sim(b->renderer, b->image_size, b->n_envs, b->seconds);
+#else
+      no_sim();
+#endif
+    };
+  });
+}
+
+}  // namespace ember::cli

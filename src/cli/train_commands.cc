@@ -1,0 +1,82 @@
+// `ember train` (lerobot-train style flags, see src/ember/train/train_config.h) and
+// `ember predict` (one action chunk from a checkpoint next to the recorded one).
+#include <torch/cuda.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "ember/core/error.h"
+#include "ember/train/predict.h"
+#include "ember/train/trainer.h"
+
+namespace ember::cli {
+
+namespace {
+
+int run_train(const std::vector<std::string>& args) {
+  auto config = train::parse_train_flags(args);
+  auto result = train::train(config);
+  std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+  return 0;
+}
+
+at::Device pick_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name == "cuda" && !torch::cuda::is_available()) fail(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
+  if (name == "cuda" || (name == "auto" && torch::cuda::is_available())) return at::Device(at::kCUDA, 0);
+  if (name != "auto") fail(ErrorKind::kInvalidArgument, "--device: expected auto, cuda or cpu, got '" + name + "'");
+  return at::kCPU;
+}
+
+}  // namespace
+
+int print_prediction(const std::string& checkpoint, const std::string& root, int64_t index, const std::string& device_name) {
+  auto device = pick_device(device_name);
+  auto bundle = train::load_policy(checkpoint, device);
+  auto p = train::predict_chunk(bundle, root, index, device);
+  std::printf("frame %lld, task \"%s\", checkpoint step %lld\n", (long long)index, p.task.c_str(), (long long)bundle.step);
+  std::printf("%4s  %-*s  %s\n", "step", int(p.predicted[0].size() * 8), "predicted", "recorded");
+  for (size_t h = 0; h < p.predicted.size(); ++h) {
+    std::printf("%4zu ", h);
+    for (float x : p.predicted[h]) std::printf(" %7.3f", x);
+    std::printf("  ");
+    for (float x : p.recorded[h]) std::printf(" %7.3f", x);
+    if (p.recorded_is_pad[h]) std::printf("  (past the episode's end)");
+    std::printf("\n");
+  }
+  double err = 0;
+  int64_t n = 0;
+  for (size_t h = 0; h < p.predicted.size(); ++h) {
+    if (p.recorded_is_pad[h]) continue;
+    for (size_t d = 0; d < p.predicted[h].size(); ++d, ++n) err += std::abs(p.predicted[h][d] - p.recorded[h][d]);
+  }
+  std::printf("mean absolute error over recorded steps: %.4f\n", n ? err / n : 0.0);
+  return 0;
+}
+
+void add_train_commands(CLI::App& app, Action& action) {
+  CLI::App* train = app.add_subcommand("train", "train a policy on a LeRobot dataset (lerobot-train style flags)");
+  train->allow_extras();
+  train->footer("Flags (--name=value or --name value):\n  " + [] {
+    std::string s;
+    for (const auto& n : train::train_flag_names()) s += "--" + n + " ";
+    return s;
+  }() + "\n  --config_path=FILE.json loads a saved train_config.json first.");
+  train->callback([train, &action] {
+    auto args = train->remaining();
+    action = [args] { return run_train(args); };
+  });
+
+  auto checkpoint = std::make_shared<std::string>();
+  auto root = std::make_shared<std::string>();
+  auto index = std::make_shared<int64_t>(0);
+  auto device = std::make_shared<std::string>("auto");
+  CLI::App* predict = app.add_subcommand("predict", "predict one action chunk with a checkpoint, next to the recorded one");
+  predict->add_option("--checkpoint", *checkpoint, "checkpoint directory, or a training output directory (its latest)")->required();
+  predict->add_option("--dataset.root", *root, "LeRobot dataset")->required();
+  predict->add_option("--index", *index, "global frame index");
+  predict->add_option("--device", *device, "auto | cuda | cpu");
+  predict->callback([=, &action] { action = [=] { return print_prediction(*checkpoint, *root, *index, *device); }; });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,123 @@
+#include "ember/model/attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "ember/core/error.h"
+
+namespace ember::model {
+
+AttentionBackend parse_attention_backend(std::string_view name) {
+  if (name == "varlen") return AttentionBackend::kVarlen;
+  if (name == "padded") return AttentionBackend::kPadded;
+  throw Error(ErrorKind::kInvalidArgument,
+              "unknown attention backend '" + std::string(name) + "' (expected varlen or padded)");
+}
+
+const char* attention_backend_name(AttentionBackend backend) {
+  return backend == AttentionBackend::kVarlen ? "varlen" : "padded";
+}
+
+AttentionPlan AttentionPlan::to(const at::Device& device) const {
+  AttentionPlan p = *this;
+  auto move = [&](at::Tensor& t) {
+    if (t.defined()) t = t.to(device, /*non_blocking=*/true);
+  };
+  move(p.cu_prefix);
+  move(p.cu_suffix);
+  move(p.cu_joint);
+  move(p.joint_index);
+  move(p.mask);
+  return p;
+}
+
+namespace {
+
+// [T, kv_heads, d] -> [T, heads, d] by repeating each key/value head
+at::Tensor repeat_kv(const at::Tensor& x, int64_t heads) {
+  int64_t kv = x.size(-2);
+  if (kv == heads) return x;
+  return x.repeat_interleave(heads / kv, -2);
+}
+
+bool use_flash(const at::Tensor& q) {
+  return q.is_cuda() && (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf);
+}
+
+// One variable-length call: q [Tq, h, d] against k, v [Tk, kvh, d], segments given by cu_q, cu_k.
+at::Tensor varlen_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_q,
+                       const at::Tensor& cu_k, int64_t max_q, int64_t max_k, const std::vector<int64_t>& lens_q,
+                       const std::vector<int64_t>& lens_k) {
+  if (use_flash(q)) {
+    auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, /*is_causal=*/false,
+                                            /*return_debug_mask=*/false);
+    return std::get<0>(out);
+  }
+  // reference: one dense call per sample
+  int64_t heads = q.size(1);
+  std::vector<at::Tensor> outs;
+  outs.reserve(lens_q.size());
+  int64_t oq = 0, ok = 0;
+  for (size_t i = 0; i < lens_q.size(); ++i) {
+    auto qi = q.narrow(0, oq, lens_q[i]).transpose(0, 1).unsqueeze(0);  // [1, h, Lq, d]
+    auto ki = repeat_kv(k.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
+    auto vi = repeat_kv(v.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
+    outs.push_back(at::scaled_dot_product_attention(qi, ki, vi).squeeze(0).transpose(0, 1));
+    oq += lens_q[i];
+    ok += lens_k[i];
+  }
+  return at::cat(outs, 0);
+}
+
+JointOut varlen_attention(const AttentionPlan& p, const JointQKV& x) {
+  JointOut out;
+  if (x.q_prefix.defined()) {
+    out.prefix = varlen_call(x.q_prefix, x.k_prefix, x.v_prefix, p.cu_prefix, p.cu_prefix, p.max_prefix,
+                             p.max_prefix, p.prefix_lens, p.prefix_lens);
+  }
+  auto k = at::cat({x.k_prefix, x.k_suffix}, 0).index_select(0, p.joint_index);
+  auto v = at::cat({x.v_prefix, x.v_suffix}, 0).index_select(0, p.joint_index);
+  std::vector<int64_t> joint(p.prefix_lens.size());
+  for (size_t i = 0; i < joint.size(); ++i) joint[i] = p.prefix_lens[i] + p.suffix_lens[i];
+  out.suffix = varlen_call(x.q_suffix, k, v, p.cu_suffix, p.cu_joint, p.max_suffix, p.max_joint, p.suffix_lens, joint);
+  return out;
+}
+
+JointOut padded_attention(const AttentionPlan& p, const JointQKV& x) {
+  const int64_t n = p.samples, lp = p.prefix_len, ls = p.suffix_len;
+  const int64_t heads = x.q_suffix.size(1), d = x.q_suffix.size(2);
+  const bool with_prefix = x.q_prefix.defined();
+  // [n, L, h, d] -> [n, h, L, d]
+  auto rows = [&](const at::Tensor& t, int64_t len) { return t.view({n, len, t.size(1), d}); };
+  auto k = repeat_kv(at::cat({rows(x.k_prefix, lp), rows(x.k_suffix, ls)}, 1), heads).transpose(1, 2);
+  auto v = repeat_kv(at::cat({rows(x.v_prefix, lp), rows(x.v_suffix, ls)}, 1), heads).transpose(1, 2);
+  at::Tensor q, mask;
+  if (with_prefix) {
+    q = at::cat({rows(x.q_prefix, lp), rows(x.q_suffix, ls)}, 1).transpose(1, 2);
+    mask = p.mask;
+  } else {
+    q = rows(x.q_suffix, ls).transpose(1, 2);
+    mask = p.mask.narrow(2, lp, ls);
+  }
+  auto o = at::scaled_dot_product_attention(q, k, v, mask).transpose(1, 2);  // [n, Lq, h, d]
+  JointOut out;
+  if (with_prefix) {
+    out.prefix = o.narrow(1, 0, lp).reshape({n * lp, heads, d});
+    out.suffix = o.narrow(1, lp, ls).reshape({n * ls, heads, d});
+  } else {
+    out.suffix = o.reshape({n * ls, heads, d});
+  }
+  return out;
+}
+
+}  // namespace
+
+JointOut joint_attention(const AttentionPlan& plan, const JointQKV& qkv) {
+  return plan.backend == AttentionBackend::kVarlen ? varlen_attention(plan, qkv) : padded_attention(plan, qkv);
+}
+
+at::Tensor image_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  return at::scaled_dot_product_attention(q, k, v);
+}
+
+}  // namespace ember::model

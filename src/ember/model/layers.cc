@@ -1,0 +1,77 @@
+#include "ember/model/layers.h"
+
+#include <cmath>
+
+namespace ember::model {
+
+DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, double std) {
+  weight = register_parameter("weight", at::randn({out, in}) * std);
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}));
+}
+
+RmsNormImpl::RmsNormImpl(int64_t width, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", at::ones({width}));
+}
+
+at::Tensor RmsNormImpl::forward(const at::Tensor& x) const {
+  // in float32 whatever the activations' dtype (as Gemma does), back to x's dtype
+  auto y = at::rms_norm(x.to(at::kFloat), {x.size(-1)}, weight.to(at::kFloat), eps);
+  return y.to(x.scalar_type());
+}
+
+LayerNormImpl::LayerNormImpl(int64_t width, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", at::ones({width}));
+  bias = register_parameter("bias", at::zeros({width}));
+}
+
+at::Tensor LayerNormImpl::forward(const at::Tensor& x) const {
+  return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+}
+
+AdaNormImpl::AdaNormImpl(int64_t width, int64_t cond_width, double eps_) : eps(eps_) {
+  modulation = register_module("modulation", Dense(cond_width, 3 * width, true, 0.0));
+  // gate starts at 1: the layer begins as a plain pre-norm residual block
+  at::NoGradGuard no_grad;
+  modulation->bias.narrow(0, 2 * width, width).fill_(1.0);
+}
+
+AdaNormImpl::Out AdaNormImpl::forward(const at::Tensor& x, const at::Tensor& cond) const {
+  auto mod = modulation->forward(cond).unsqueeze(1);  // [n, 1, 3 width]
+  auto parts = mod.chunk(3, -1);
+  auto normed = at::rms_norm(x.to(at::kFloat), {x.size(-1)}, std::nullopt, eps).to(x.scalar_type());
+  return {normed * (1 + parts[0]) + parts[1], parts[2]};
+}
+
+GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden) {
+  gate = register_module("gate", Dense(width, hidden, false));
+  up = register_module("up", Dense(width, hidden, false));
+  down = register_module("down", Dense(hidden, width, false));
+}
+
+at::Tensor GatedMlpImpl::forward(const at::Tensor& x) const {
+  return down->forward(at::gelu(gate->forward(x), "tanh") * up->forward(x));
+}
+
+Rope make_rope(const at::Tensor& positions, int64_t head_dim, double base) {
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(positions.device());
+  auto inv_freq = at::pow(base, at::arange(0, head_dim, 2, opts) / double(head_dim)).reciprocal();
+  auto angles = positions.to(at::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, D/2]
+  return {angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)};
+}
+
+at::Tensor apply_rope(const at::Tensor& x, const Rope& rope) {
+  auto xf = x.to(at::kFloat);
+  auto halves = xf.chunk(2, -1);
+  auto out = at::cat({halves[0] * rope.cos - halves[1] * rope.sin, halves[1] * rope.cos + halves[0] * rope.sin}, -1);
+  return out.to(x.scalar_type());
+}
+
+at::Tensor time_embedding(const at::Tensor& t, int64_t width, double min_period, double max_period) {
+  auto opts = at::TensorOptions().dtype(at::kDouble).device(t.device());
+  auto fraction = at::linspace(0.0, 1.0, width / 2, opts);
+  auto period = min_period * at::pow(max_period / min_period, fraction);
+  auto angles = t.to(at::kDouble).unsqueeze(1) * (2 * M_PI / period).unsqueeze(0);  // [n, width/2]
+  return at::cat({angles.sin(), angles.cos()}, 1).to(at::kFloat);
+}
+
+}  // namespace ember::model

@@ -1,0 +1,155 @@
+#include "ember/model/pi05.h"
+
+#include <cmath>
+
+namespace ember::model {
+
+TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width) : shape(s) {
+  q = register_module("q", Dense(s.width, s.heads * s.head_dim, false));
+  k = register_module("k", Dense(s.width, s.kv_heads * s.head_dim, false));
+  v = register_module("v", Dense(s.width, s.kv_heads * s.head_dim, false));
+  o = register_module("o", Dense(s.heads * s.head_dim, s.width, false));
+  if (cond_width > 0) {
+    ada1 = register_module("ada1", AdaNorm(s.width, cond_width));
+    ada2 = register_module("ada2", AdaNorm(s.width, cond_width));
+  } else {
+    norm1 = register_module("norm1", RmsNorm(s.width));
+    norm2 = register_module("norm2", RmsNorm(s.width));
+  }
+  mlp = register_module("mlp", GatedMlp(s.width, s.mlp));
+}
+
+Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s) : shape(s) {
+  validate(s);
+  vision = register_module("vision", VisionTower(s.vision));
+  projector = register_module("projector", Dense(s.vision.width, s.lm.width));
+  embedding = register_parameter("embedding", at::randn({s.vocab, s.lm.width}) * (1.0 / std::sqrt(double(s.lm.width))));
+  lm_layers = register_module("lm", torch::nn::ModuleList());
+  expert_layers = register_module("expert", torch::nn::ModuleList());
+  for (int l = 0; l < s.lm.layers; ++l) {
+    lm_layers->push_back(TowerLayer(s.lm, 0));
+    expert_layers->push_back(TowerLayer(s.expert, s.expert.width));
+  }
+  expert_final_norm = register_module("expert_final_norm", AdaNorm(s.expert.width, s.expert.width));
+  action_in = register_module("action_in", Dense(s.max_action_dim, s.expert.width));
+  action_out = register_module("action_out", Dense(s.expert.width, s.max_action_dim));
+  time_in = register_module("time_in", Dense(s.expert.width, s.expert.width));
+  time_out = register_module("time_out", Dense(s.expert.width, s.expert.width));
+}
+
+at::Tensor Pi05PolicyImpl::embed_prefix(const PolicyInputs& in) {
+  const int64_t dlm = shape.lm.width;
+  std::vector<at::Tensor> rows;
+  if (in.images.size(0) > 0) {
+    auto tokens = projector->forward(vision->forward(in.images));  // [n_images, P, Dlm]
+    rows.push_back(tokens.reshape({-1, dlm}));
+  }
+  auto text = at::embedding(embedding, in.text_ids) * std::sqrt(double(dlm));  // [n_text, Dlm]
+  if (!rows.empty()) text = text.to(rows[0].scalar_type());
+  rows.push_back(text);
+  return at::cat(rows, 0).index_select(0, in.prefix_gather);  // [Tp, Dlm]
+}
+
+namespace {
+at::Tensor heads_view(const at::Tensor& x, int64_t heads, int64_t dim) {
+  return x.reshape({-1, heads, dim});  // [T, heads, dim]
+}
+}  // namespace
+
+at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at::Tensor xs, const at::Tensor& cond,
+                                      const PrefixCache* cache, PrefixCache* fill) {
+  const int64_t n = xs.size(0), h = xs.size(1), we = xs.size(2);
+  const int64_t heads = shape.lm.heads, kvh = shape.lm.kv_heads, hd = shape.lm.head_dim;
+  const bool with_prefix = xp.defined();
+  Rope rope_p, rope_s = make_rope(in.suffix_positions, hd);
+  if (with_prefix) rope_p = make_rope(in.prefix_positions, hd);
+  const int64_t layers = shape.lm.layers;
+  for (int64_t l = 0; l < layers; ++l) {
+    auto* lm = lm_layers[l]->as<TowerLayerImpl>();
+    auto* ex = expert_layers[l]->as<TowerLayerImpl>();
+    JointQKV qkv;
+    if (with_prefix) {
+      auto y = lm->norm1->forward(xp);
+      // the last layer's prefix queries would only produce the unused prefix output
+      if (l + 1 < layers) qkv.q_prefix = apply_rope(heads_view(lm->q->forward(y), heads, hd), rope_p);
+      qkv.k_prefix = apply_rope(heads_view(lm->k->forward(y), kvh, hd), rope_p);
+      qkv.v_prefix = heads_view(lm->v->forward(y), kvh, hd);
+      if (fill) {
+        fill->keys.push_back(qkv.k_prefix.detach());
+        fill->values.push_back(qkv.v_prefix.detach());
+      }
+    } else {
+      qkv.k_prefix = cache->keys[l];
+      qkv.v_prefix = cache->values[l];
+    }
+    auto a1 = ex->ada1->forward(xs, cond);
+    auto ys = a1.y.reshape({n * h, we});
+    qkv.q_suffix = apply_rope(heads_view(ex->q->forward(ys), heads, hd), rope_s);
+    qkv.k_suffix = apply_rope(heads_view(ex->k->forward(ys), kvh, hd), rope_s);
+    qkv.v_suffix = heads_view(ex->v->forward(ys), kvh, hd);
+    // under autocast the two towers' projections share a dtype; without it they already do
+    auto out = joint_attention(in.plan, qkv);
+    // suffix stream
+    xs = xs + a1.gate * ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we});
+    auto a2 = ex->ada2->forward(xs, cond);
+    xs = xs + a2.gate * ex->mlp->forward(a2.y);
+    // prefix stream (its output after the last layer is unused)
+    if (out.prefix.defined()) {
+      xp = xp + lm->o->forward(out.prefix.reshape({-1, heads * hd}));
+      xp = xp + lm->mlp->forward(lm->norm2->forward(xp));
+    }
+  }
+  return expert_final_norm->forward(xs, cond).y;
+}
+
+at::Tensor Pi05PolicyImpl::velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t,
+                                    const at::Tensor& t, const PrefixCache* cache, PrefixCache* fill) {
+  const int64_t we = shape.expert.width;
+  auto temb = time_embedding(t, we).to(x_t.device());
+  auto cond = at::silu(time_out->forward(at::silu(time_in->forward(temb))));  // [n, De]
+  auto xs = action_in->forward(x_t);                                         // [n, H, De]
+  auto out = run_layers(in, prefix, xs, cond, cache, fill);
+  return action_out->forward(out);  // [n, H, A]
+}
+
+LossOut Pi05PolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> noise, std::optional<at::Tensor> time) {
+  const auto& actions = in.actions;  // [n, H, A]
+  auto opts = actions.options();
+  at::Tensor eps = noise ? *noise : at::randn(actions.sizes(), opts);
+  at::Tensor t;
+  if (time) {
+    t = *time;
+  } else {
+    // Beta(1.5, 1) is U^(1/1.5)
+    t = at::pow(at::rand({in.samples}, opts), 1.0 / 1.5) * 0.999 + 0.001;
+  }
+  auto tt = t.view({-1, 1, 1});
+  auto x_t = tt * eps + (1 - tt) * actions;
+  auto target = eps - actions;
+  auto v = velocity(in, embed_prefix(in), x_t, t, nullptr, nullptr);
+  auto err = (v.to(at::kFloat) - target).square() * in.action_mask;
+  LossOut out;
+  out.loss_sum = err.sum();
+  out.count = in.action_mask.sum();
+  out.loss = out.loss_sum / out.count.clamp_min(1);
+  return out;
+}
+
+at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise) {
+  at::NoGradGuard no_grad;
+  auto opts = in.actions.defined() ? in.actions.options() : at::TensorOptions().device(in.images.device());
+  at::Tensor x = noise ? *noise : at::randn({in.samples, shape.horizon, shape.max_action_dim}, opts.dtype(at::kFloat));
+  const int steps = shape.flow_steps;
+  const double dt = -1.0 / steps;
+  PrefixCache cache;
+  for (int i = 0; i < steps; ++i) {
+    double time = 1.0 + i * dt;
+    auto t = at::full({in.samples}, time, x.options());
+    at::Tensor v = i == 0 ? velocity(in, embed_prefix(in), x, t, nullptr, &cache)
+                          : velocity(in, at::Tensor(), x, t, &cache, nullptr);
+    x = x + dt * v.to(at::kFloat);
+  }
+  return x;
+}
+
+}  // namespace ember::model

@@ -1,0 +1,90 @@
+// The pi0.5-style policy: vision tower + Gemma-like language backbone over the prefix, and an
+// action expert over the suffix, sharing one attention per layer; trained by flow matching.
+//
+// Layer l of the joint model:
+//   prefix x_p [Tp, Dlm]:  q,k,v = lm_l(RMSNorm(x_p)), rotary by prefix positions
+//   suffix x_s [n, H, De]: q,k,v = expert_l(AdaNorm(x_s, time)), rotary by suffix positions
+//   attention (attention.h): prefix -> prefix; suffix -> [prefix ; suffix], per sample
+//   each stream: residual + o-projection, then a gated MLP (adaptive norm + gate in the expert)
+// The prefix's output after the last layer is never used, so that layer's prefix queries,
+// prefix attention, o-projection and MLP are skipped (only its keys and values feed the suffix).
+//
+// Flow matching (pi0): x_t = t * noise + (1 - t) * actions, target u = noise - actions,
+// t ~ Beta(1.5, 1) * 0.999 + 0.001. Loss: mean squared error over the entries of action_mask.
+#pragma once
+
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <optional>
+
+#include "ember/model/layers.h"
+#include "ember/model/policy_inputs.h"
+#include "ember/model/vision.h"
+
+namespace ember::model {
+
+// One tower's half of a joint layer (attention projections, norms, MLP).
+class TowerLayerImpl : public torch::nn::Module {
+ public:
+  TowerLayerImpl(const TowerShape& shape, int64_t cond_width);  // cond_width 0: plain RMSNorm
+  TowerShape shape;
+  Dense q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
+  RmsNorm norm1{nullptr}, norm2{nullptr};
+  AdaNorm ada1{nullptr}, ada2{nullptr};
+  GatedMlp mlp{nullptr};
+};
+TORCH_MODULE(TowerLayer);
+
+// Keys and values of the prefix, per layer, for inference: [Tp, kv_heads, head_dim] each.
+struct PrefixCache {
+  std::vector<at::Tensor> keys, values;
+};
+
+struct LossOut {
+  at::Tensor loss;          // scalar: sum over counted entries / their count
+  at::Tensor loss_sum;      // scalar: sum of squared errors over counted entries
+  at::Tensor count;         // scalar: number of counted entries
+};
+
+class Pi05PolicyImpl : public torch::nn::Module {
+ public:
+  explicit Pi05PolicyImpl(const PolicyShape& shape);
+
+  // Flow-matching loss. noise [n, H, A] and time [n] are drawn (from the current generator)
+  // when not given; tests pass them to compare layouts.
+  LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
+               std::optional<at::Tensor> time = std::nullopt);
+
+  // Integrates the flow from noise (drawn when not given) with shape.flow_steps Euler steps,
+  // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
+  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt);
+
+  // Prefix embeddings [Tp, Dlm] (image tokens projected, text embedded and scaled by sqrt(Dlm)).
+  at::Tensor embed_prefix(const PolicyInputs& in);
+
+  // Velocity [n, H, A] of noisy actions x_t [n, H, A] at times t [n], the prefix recomputed.
+  at::Tensor velocity(const PolicyInputs& in, const at::Tensor& x_t, const at::Tensor& t) {
+    return velocity(in, embed_prefix(in), x_t, t, nullptr, nullptr);
+  }
+
+  PolicyShape shape;
+  VisionTower vision{nullptr};
+  Dense projector{nullptr};
+  at::Tensor embedding;  // [vocab, Dlm]
+  torch::nn::ModuleList lm_layers, expert_layers;
+  AdaNorm expert_final_norm{nullptr};
+  Dense action_in{nullptr}, action_out{nullptr}, time_in{nullptr}, time_out{nullptr};
+
+ private:
+  // Runs the joint layers. x_prefix [Tp, Dlm] or undefined (then `cache` supplies the prefix
+  // keys/values); x_suffix [n, H, De]; cond [n, De]. Fills `fill` with the prefix keys/values
+  // when given. Returns the suffix output [n, H, De] after the final norm.
+  at::Tensor run_layers(const PolicyInputs& in, at::Tensor x_prefix, at::Tensor x_suffix, const at::Tensor& cond,
+                        const PrefixCache* cache, PrefixCache* fill);
+  // velocity [n, H, A] for noisy actions x_t [n, H, A] at times t [n]
+  at::Tensor velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t, const at::Tensor& t,
+                      const PrefixCache* cache, PrefixCache* fill);
+};
+TORCH_MODULE(Pi05Policy);
+
+}  // namespace ember::model

@@ -1,0 +1,215 @@
+#include "ember/model/policy_inputs.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ember/core/error.h"
+
+namespace ember::model {
+
+namespace {
+
+[[noreturn]] void bad_sample(size_t i, const std::string& what) {
+  throw Error(ErrorKind::kInvalidArgument, "policy input: sample " + std::to_string(i) + ": " + what);
+}
+
+void check_sample(const PolicySample& s, size_t i, const PolicyShape& shape) {
+  const int size = shape.vision.image_size;
+  if (s.images.size() != s.camera_slots.size()) bad_sample(i, "images and camera_slots differ in length");
+  if (int(s.images.size()) > shape.max_cameras)
+    bad_sample(i, std::to_string(s.images.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  std::vector<bool> used(shape.max_cameras, false);
+  for (size_t c = 0; c < s.images.size(); ++c) {
+    const auto& im = s.images[c];
+    if (im.dim() != 3 || im.size(0) != 3 || im.size(1) != size || im.size(2) != size)
+      bad_sample(i, "image " + std::to_string(c) + " is not [3, " + std::to_string(size) + ", " + std::to_string(size) + "]");
+    int slot = s.camera_slots[c];
+    if (slot < 0 || slot >= shape.max_cameras || used[slot]) bad_sample(i, "camera slot " + std::to_string(slot) + " is invalid or repeated");
+    used[slot] = true;
+  }
+  if (s.prompt.empty()) bad_sample(i, "empty prompt");
+  if (int(s.prompt.size()) > shape.max_prompt)
+    bad_sample(i, "prompt of " + std::to_string(s.prompt.size()) + " tokens, more than max_prompt " + std::to_string(shape.max_prompt));
+  if (s.actions.defined()) {
+    if (s.actions.dim() != 2 || s.actions.size(0) != shape.horizon || s.actions.size(1) > shape.max_action_dim)
+      bad_sample(i, "action chunk is not [" + std::to_string(shape.horizon) + ", <= " + std::to_string(shape.max_action_dim) + "]");
+    if (s.action_is_pad.defined() && s.action_is_pad.numel() != shape.horizon) bad_sample(i, "action_is_pad is not [H]");
+  }
+}
+
+at::Tensor i64(const std::vector<int64_t>& v) { return at::tensor(v, at::kLong); }
+at::Tensor i32_cumsum(const std::vector<int64_t>& lens) {
+  std::vector<int32_t> cu(lens.size() + 1, 0);
+  for (size_t i = 0; i < lens.size(); ++i) cu[i + 1] = cu[i] + int32_t(lens[i]);
+  return at::tensor(cu, at::kInt);
+}
+
+// the action chunks, zero-padded to max_action_dim, and the mask of the entries the loss counts
+void collate_actions(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
+  const int64_t n = int64_t(samples.size()), h = shape.horizon, a = shape.max_action_dim;
+  in.actions = at::zeros({n, h, a});
+  in.action_mask = at::zeros({n, h, a});
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& s = *samples[i];
+    if (!s.actions.defined()) continue;
+    int64_t dim = s.actions.size(1);
+    in.actions[i].narrow(1, 0, dim).copy_(s.actions);
+    auto valid = s.action_is_pad.defined() ? s.action_is_pad.to(at::kBool).logical_not().to(at::kFloat)
+                                           : at::ones({h});
+    in.action_mask[i].narrow(1, 0, dim).copy_(valid.unsqueeze(1).expand({h, dim}));
+  }
+}
+
+void collate_varlen(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
+  const int64_t p = shape.vision.tokens(), h = shape.horizon;
+  std::vector<at::Tensor> images;
+  std::vector<int64_t> text, gather, prefix_pos, suffix_pos, lens_p, lens_s, joint;
+  int64_t n_images = 0, n_text_total = 0;
+  for (const auto* s : samples) {
+    n_images += int64_t(s->images.size());
+    n_text_total += int64_t(s->prompt.size());
+  }
+  int64_t text_row = n_images * p, image = 0, tp = 0;
+  for (const auto* s : samples) {
+    int64_t pos = 0;
+    // cameras in slot order, as the padded layout places them (positions must agree)
+    std::vector<size_t> order(s->images.size());
+    for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s->camera_slots[a] < s->camera_slots[b]; });
+    for (size_t c : order) {
+      images.push_back(s->images[c]);
+      for (int64_t j = 0; j < p; ++j) gather.push_back(image * p + j), prefix_pos.push_back(pos++);
+      ++image;
+    }
+    for (int id : s->prompt) text.push_back(id), gather.push_back(text_row++), prefix_pos.push_back(pos++);
+    for (int64_t j = 0; j < h; ++j) suffix_pos.push_back(pos + j);
+    lens_p.push_back(pos);
+    lens_s.push_back(h);
+    tp += pos;
+  }
+  // joint keys of sample i: its prefix rows, then its suffix rows (offset by Tp in cat(prefix, suffix))
+  int64_t op = 0, os = 0;
+  for (size_t i = 0; i < lens_p.size(); ++i) {
+    for (int64_t j = 0; j < lens_p[i]; ++j) joint.push_back(op + j);
+    for (int64_t j = 0; j < lens_s[i]; ++j) joint.push_back(tp + os + j);
+    op += lens_p[i];
+    os += lens_s[i];
+  }
+  in.images = images.empty() ? at::zeros({0, 3, shape.vision.image_size, shape.vision.image_size}) : at::stack(images);
+  in.text_ids = i64(text);
+  in.prefix_gather = i64(gather);
+  in.prefix_positions = i64(prefix_pos);
+  in.suffix_positions = i64(suffix_pos);
+  in.real_prefix_tokens = tp;
+  in.real_prefix_lens = lens_p;
+  in.real_images = n_images;
+  auto& plan = in.plan;
+  plan.backend = AttentionBackend::kVarlen;
+  plan.samples = int64_t(samples.size());
+  std::vector<int64_t> lens_j(lens_p.size());
+  for (size_t i = 0; i < lens_p.size(); ++i) lens_j[i] = lens_p[i] + lens_s[i];
+  plan.cu_prefix = i32_cumsum(lens_p);
+  plan.cu_suffix = i32_cumsum(lens_s);
+  plan.cu_joint = i32_cumsum(lens_j);
+  plan.joint_index = i64(joint);
+  plan.max_prefix = *std::max_element(lens_p.begin(), lens_p.end());
+  plan.max_suffix = h;
+  plan.max_joint = *std::max_element(lens_j.begin(), lens_j.end());
+  plan.prefix_lens = lens_p;
+  plan.suffix_lens = lens_s;
+}
+
+void collate_padded(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
+  const int64_t n = int64_t(samples.size()), p = shape.vision.tokens(), h = shape.horizon;
+  const int64_t cams = shape.max_cameras, lt = shape.max_prompt, s = shape.vision.image_size;
+  const int64_t lp = cams * p + lt, l = lp + h;
+  in.images = at::zeros({n * cams, 3, s, s});
+  auto text = at::zeros({n * lt}, at::kLong);
+  std::vector<int64_t> gather(n * lp), prefix_pos(n * lp), suffix_pos(n * h);
+  auto valid = at::zeros({n, l}, at::kBool);
+  auto valid_a = valid.accessor<bool, 2>();
+  auto text_a = text.accessor<int64_t, 1>();
+  int64_t real_prefix = 0, real_images = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& sample = *samples[i];
+    for (size_t c = 0; c < sample.images.size(); ++c) {
+      int64_t slot = sample.camera_slots[c];
+      in.images[i * cams + slot].copy_(sample.images[c]);
+      for (int64_t j = 0; j < p; ++j) valid_a[i][slot * p + j] = true;
+    }
+    for (size_t j = 0; j < sample.prompt.size(); ++j) {
+      text_a[i * lt + int64_t(j)] = sample.prompt[j];
+      valid_a[i][cams * p + int64_t(j)] = true;
+    }
+    for (int64_t j = 0; j < h; ++j) valid_a[i][lp + j] = true;
+    // prefix rows: image slots then prompt slots; positions count real tokens only
+    int64_t pos = 0;
+    for (int64_t j = 0; j < lp; ++j) {
+      gather[i * lp + j] = j < cams * p ? (i * cams + j / p) * p + j % p : n * cams * p + i * lt + (j - cams * p);
+      prefix_pos[i * lp + j] = valid_a[i][j] ? pos++ : 0;
+    }
+    for (int64_t j = 0; j < h; ++j) suffix_pos[i * h + j] = pos + j;
+    real_prefix += pos;
+    in.real_prefix_lens.push_back(pos);
+    real_images += int64_t(sample.images.size());
+  }
+  // pi0.5's rule on real keys; a padding query attends to its sample's real prefix (its
+  // output is never used; a fully masked row would give NaN in the fused kernels)
+  auto is_suffix = at::zeros({l}, at::kBool);
+  is_suffix.narrow(0, lp, h).fill_(true);
+  auto key_ok = valid.unsqueeze(1);                                                // [n, 1, L]
+  auto rule = is_suffix.unsqueeze(1).logical_or(is_suffix.logical_not().unsqueeze(0));  // [L(q), L(k)]
+  auto prefix_key = valid.logical_and(is_suffix.logical_not().unsqueeze(0)).unsqueeze(1);  // [n, 1, L]
+  auto query_ok = valid.unsqueeze(2);                                              // [n, L, 1]
+  auto mask = at::where(query_ok, key_ok.logical_and(rule.unsqueeze(0)), prefix_key);
+  in.text_ids = text;
+  in.prefix_gather = i64(gather);
+  in.prefix_positions = i64(prefix_pos);
+  in.suffix_positions = i64(suffix_pos);
+  in.real_prefix_tokens = real_prefix;
+  in.real_images = real_images;
+  auto& plan = in.plan;
+  plan.backend = AttentionBackend::kPadded;
+  plan.samples = n;
+  plan.prefix_len = lp;
+  plan.suffix_len = h;
+  plan.mask = mask.unsqueeze(1).contiguous();  // [n, 1, L, L]
+}
+
+}  // namespace
+
+PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyShape& shape, AttentionBackend backend) {
+  if (samples.empty()) throw Error(ErrorKind::kInvalidArgument, "policy input: empty batch");
+  for (size_t i = 0; i < samples.size(); ++i) check_sample(*samples[i], i, shape);
+  PolicyInputs in;
+  in.samples = int64_t(samples.size());
+  if (backend == AttentionBackend::kVarlen) {
+    collate_varlen(samples, shape, in);
+  } else {
+    collate_padded(samples, shape, in);
+  }
+  collate_actions(samples, shape, in);
+  return in;
+}
+
+PolicyInputs PolicyInputs::to(const at::Device& device) const {
+  PolicyInputs out = *this;
+  for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
+                        &out.actions, &out.action_mask}) {
+    if (t->defined()) *t = t->to(device, /*non_blocking=*/true);
+  }
+  out.plan = plan.to(device);
+  return out;
+}
+
+PolicyInputs PolicyInputs::pin_memory() const {
+  PolicyInputs out = *this;
+  for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
+                        &out.actions, &out.action_mask, &out.plan.cu_prefix, &out.plan.cu_suffix, &out.plan.cu_joint,
+                        &out.plan.joint_index, &out.plan.mask}) {
+    if (t->defined() && !t->is_pinned()) *t = t->pin_memory();
+  }
+  return out;
+}
+
+}  // namespace ember::model

@@ -1,0 +1,59 @@
+// One micro-batch of policy inputs, in the varlen (packed) or padded layout.
+//
+// Host side, a PolicySample is one training example: the images of its present cameras, its
+// prompt tokens, its normalised action chunk. collate() lays a set of samples out for the
+// chosen attention backend:
+//   varlen   only present cameras' images go through the vision tower; the prefix of each
+//            sample is [its image tokens ; its prompt tokens], samples back to back.
+//   padded   max_cameras image slots per sample (absent cameras: blank images, run through
+//            the tower and masked out) and the prompt padded to max_prompt tokens, as LeRobot.
+// Position ids count real tokens only, so both layouts give each real token the same position.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <span>
+#include <vector>
+
+#include "ember/model/attention.h"
+#include "ember/model/policy_shape.h"
+
+namespace ember::model {
+
+struct PolicySample {
+  std::vector<at::Tensor> images;  // present cameras, each [3, S, S] float32 in [-1, 1]
+  std::vector<int> camera_slots;   // slot (0..max_cameras-1) of each present camera
+  std::vector<int> prompt;         // token ids (bos first), at most max_prompt of them
+  at::Tensor actions;              // [H, action_dim] float32, normalised; may be undefined at inference
+  at::Tensor action_is_pad;        // [H] bool (steps past the episode's end); undefined = none
+
+  int64_t prefix_len(const PolicyShape& shape) const {
+    return shape.prefix_tokens(int(images.size()), int(prompt.size()));
+  }
+};
+
+struct PolicyInputs {
+  int64_t samples = 0;
+  at::Tensor images;            // [n_images, 3, S, S]
+  at::Tensor text_ids;          // [n_text] int64
+  at::Tensor prefix_gather;     // [Tp] int64: row of cat(image tokens [n_images * P], text) per prefix token
+  at::Tensor prefix_positions;  // [Tp] int64
+  at::Tensor suffix_positions;  // [n * H] int64
+  at::Tensor actions;           // [n, H, max_action_dim] float32 (zero past each sample's action_dim)
+  at::Tensor action_mask;       // [n, H, max_action_dim] float32: 1 where the loss counts
+  AttentionPlan plan;
+  // token counts of the real work (both layouts), for throughput and FLOPs
+  int64_t real_prefix_tokens = 0, real_images = 0;
+  std::vector<int64_t> real_prefix_lens;  // [n] real prefix tokens per sample
+
+  int64_t prefix_rows() const { return prefix_gather.size(0); }
+  PolicyInputs to(const at::Device& device) const;  // non_blocking copies
+  PolicyInputs pin_memory() const;
+};
+
+// Lays samples out. Throws Error kInvalidArgument when a sample does not fit the shape (image
+// size, more cameras than max_cameras, duplicate slots, a prompt longer than max_prompt, an
+// action chunk not [H, <= max_action_dim]).
+PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyShape& shape, AttentionBackend backend);
+
+}  // namespace ember::model

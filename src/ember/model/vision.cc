@@ -1,0 +1,40 @@
+#include "ember/model/vision.h"
+
+#include "ember/model/attention.h"
+
+namespace ember::model {
+
+VitBlockImpl::VitBlockImpl(const VisionShape& s) : heads(s.heads) {
+  norm1 = register_module("norm1", LayerNorm(s.width));
+  qkv = register_module("qkv", Dense(s.width, 3 * s.width));
+  proj = register_module("proj", Dense(s.width, s.width));
+  norm2 = register_module("norm2", LayerNorm(s.width));
+  fc1 = register_module("fc1", Dense(s.width, s.mlp));
+  fc2 = register_module("fc2", Dense(s.mlp, s.width));
+}
+
+at::Tensor VitBlockImpl::forward(const at::Tensor& x) const {
+  const int64_t n = x.size(0), p = x.size(1), w = x.size(2), d = w / heads;
+  auto qkv_ = qkv->forward(norm1->forward(x)).view({n, p, 3, heads, d}).permute({2, 0, 3, 1, 4});  // [3, n, h, P, d]
+  auto a = image_attention(qkv_[0], qkv_[1], qkv_[2]).transpose(1, 2).reshape({n, p, w});
+  auto h = x + proj->forward(a);
+  return h + fc2->forward(at::gelu(fc1->forward(norm2->forward(h)), "tanh"));
+}
+
+VisionTowerImpl::VisionTowerImpl(const VisionShape& s) : shape(s) {
+  patch_weight = register_parameter("patch_weight", at::randn({s.width, 3, s.patch, s.patch}) * 0.02);
+  patch_bias = register_parameter("patch_bias", at::zeros({s.width}));
+  positions = register_parameter("position_embed", at::randn({s.tokens(), s.width}) * 0.02);
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int i = 0; i < s.layers; ++i) blocks->push_back(VitBlock(s));
+  final_norm = register_module("final_norm", LayerNorm(s.width));
+}
+
+at::Tensor VisionTowerImpl::forward(const at::Tensor& images) const {
+  auto x = at::conv2d(images, patch_weight, patch_bias, {shape.patch, shape.patch});  // [n, w, S/p, S/p]
+  x = x.flatten(2).transpose(1, 2) + positions;                                       // [n, P, w]
+  for (const auto& block : *blocks) x = block->as<VitBlockImpl>()->forward(x);
+  return final_norm->forward(x);
+}
+
+}  // namespace ember::model

@@ -1,0 +1,35 @@
+// The vision tower: a SigLIP-like ViT (patch embedding, learned positions, pre-norm blocks with
+// bidirectional attention within an image, final LayerNorm).
+#pragma once
+
+#include <torch/nn/modules/container/modulelist.h>
+
+#include "ember/model/layers.h"
+#include "ember/model/policy_shape.h"
+
+namespace ember::model {
+
+class VitBlockImpl : public torch::nn::Module {
+ public:
+  VitBlockImpl(const VisionShape& shape);
+  // x is [n, P, width]
+  at::Tensor forward(const at::Tensor& x) const;
+  LayerNorm norm1{nullptr}, norm2{nullptr};
+  Dense qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+  int64_t heads;
+};
+TORCH_MODULE(VitBlock);
+
+class VisionTowerImpl : public torch::nn::Module {
+ public:
+  explicit VisionTowerImpl(const VisionShape& shape);
+  // images [n, 3, S, S] in [-1, 1]; returns [n, P, width]
+  at::Tensor forward(const at::Tensor& images) const;
+  VisionShape shape;
+  at::Tensor patch_weight, patch_bias, positions;  // [w, 3, p, p], [w], [P, w]
+  torch::nn::ModuleList blocks;
+  LayerNorm final_norm{nullptr};
+};
+TORCH_MODULE(VisionTower);
+
+}  // namespace ember::model

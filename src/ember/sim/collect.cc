@@ -1,0 +1,163 @@
+#include "ember/sim/collect.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "ember/core/error.h"
+#include "ember/data/dataset_writer.h"
+#include "ember/io/video/video_decoder.h"
+#include "ember/sim/evaluate.h"
+#include "ember/sim/expert.h"
+#include "ember/sim/rollout.h"
+
+namespace ember::sim {
+
+namespace {
+
+data::Feature feature(const std::string& key, const std::string& dtype, std::vector<int64_t> shape,
+                      nlohmann::json names) {
+  data::Feature f;
+  f.key = key;
+  f.dtype = dtype;
+  f.shape = std::move(shape);
+  f.names = std::move(names);
+  return f;
+}
+
+io::Image image(const std::vector<uint8_t>& rgb, int n) {
+  io::Image im;
+  im.width = im.height = n;
+  im.rgb = rgb;
+  return im;
+}
+
+struct Recorded {
+  std::vector<Observation> obs;
+  std::vector<Action> actions;
+};
+
+}  // namespace
+
+CollectResult collect(const CollectOptions& opt) {
+  const Suite& suite = find_suite(opt.suite);
+  std::vector<const TaskSpec*> tasks;
+  if (opt.tasks.empty()) {
+    for (const auto& t : suite.tasks) tasks.push_back(&t);
+  } else {
+    for (const std::string& name : opt.tasks) {
+      const TaskSpec* found = nullptr;
+      for (const auto& t : suite.tasks)
+        if (t.name == name) found = &t;
+      if (!found) fail(ErrorKind::kInvalidArgument, "--task: '" + name + "' is not a task of suite " + suite.name);
+      tasks.push_back(found);
+    }
+  }
+  if (opt.episodes_per_task < 1 || opt.episodes_per_task > 100000)
+    fail(ErrorKind::kInvalidArgument, "--episodes_per_task: must be in 1..100000");
+  if (opt.renderer == RendererKind::kNone)
+    fail(ErrorKind::kInvalidArgument, "--renderer: none cannot record camera images; use osmesa or egl");
+  check_output_dir(opt.output_dir, "--output_dir");
+  std::string dtype = opt.camera_dtype.empty() ? (io::video_support_available() ? "video" : "image") : opt.camera_dtype;
+  if (dtype != "video" && dtype != "image")
+    fail(ErrorKind::kInvalidArgument, "--camera_dtype: '" + dtype + "' (video or image)");
+  if (dtype == "video" && !io::video_support_available())
+    fail_unsupported("--camera_dtype video: ember was built without FFmpeg; use --camera_dtype image");
+  const int n = opt.image_size;
+  if (n < 8 || n > 2048) fail(ErrorKind::kInvalidArgument, "--image_size: " + std::to_string(n) + " is out of range (8..2048)");
+  if (dtype == "video" && n % 2) fail(ErrorKind::kInvalidArgument, "--image_size: must be even for video cameras (yuv420p)");
+
+  auto t0 = std::chrono::steady_clock::now();
+  const nlohmann::json image_names = {"height", "width", "channels"};
+  std::vector<data::Feature> features = {
+      feature("observation.images.agentview", dtype, {n, n, 3}, image_names),
+      feature("observation.images.wrist", dtype, {n, n, 3}, image_names),
+      feature("observation.state", "float32", {kStateDim},
+              {"ee_x", "ee_y", "ee_z", "ee_ax", "ee_ay", "ee_az", "gripper_left", "gripper_right"}),
+      feature("action", "float32", {kActionDim}, {"dx", "dy", "dz", "drx", "dry", "drz", "gripper"}),
+  };
+  data::WriterOptions wo;
+  wo.video.fps_num = int(kControlHz);
+  data::DatasetWriter writer = data::DatasetWriter::create(opt.output_dir, kControlHz, features, "ember_arm7", wo);
+
+  auto scene = Scene::load();
+  VectorEnvConfig vc;
+  vc.n_envs = opt.n_envs;
+  vc.threads = opt.threads;
+  vc.renderer = opt.renderer;
+  vc.image_size = n;
+  VectorEnv venv(scene, tasks, vc);
+  ExpertConfig ec;
+  ec.noise = opt.noise;
+  ExpertPolicy expert(ec);
+
+  // per task: fresh init states (stream seed 1 + seed: never the evaluation stream 0)
+  const int K = opt.episodes_per_task, max_attempts = 4 * K;
+  std::vector<std::vector<InitState>> inits;
+  for (const TaskSpec* t : tasks) inits.push_back(make_init_states(*t, max_attempts, mix_seed(opt.seed, 0xC0113C7) | 1));
+  std::vector<int> saved(tasks.size(), 0), in_flight(tasks.size(), 0), attempts(tasks.size(), 0);
+  std::map<const TaskSpec*, size_t> index;
+  for (size_t i = 0; i < tasks.size(); ++i) index[tasks[i]] = i;
+  std::vector<Recorded> rec(opt.n_envs);
+  CollectResult result;
+  result.root = opt.output_dir;
+  result.camera_dtype = dtype;
+
+  RolloutHooks hooks;
+  // task by task; a task takes more attempts while successes + running episodes fall short
+  hooks.next_episode = [&]() -> std::optional<Episode> {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (saved[i] + in_flight[i] >= K || attempts[i] >= max_attempts) continue;
+      Episode e;
+      e.task = tasks[i];
+      e.id = attempts[i];
+      e.init_index = attempts[i];
+      e.init = inits[i][attempts[i]];
+      e.seed = mix_seed(mix_seed(opt.seed, hash_string(tasks[i]->name)), uint64_t(attempts[i]) + 1000003);
+      ++attempts[i];
+      ++in_flight[i];
+      ++result.attempts;
+      return e;
+    }
+    return std::nullopt;
+  };
+  hooks.on_step = [&](int env, const Episode&, int step, const Observation& obs, const Action& a) {
+    if (step == 0) rec[env] = Recorded{};
+    rec[env].obs.push_back(obs);
+    rec[env].actions.push_back(a);
+  };
+  hooks.on_end = [&](int env, const Episode& e, bool success, int, const Observation&) {
+    size_t i = index[e.task];
+    --in_flight[i];
+    if (success && saved[i] < K) {
+      for (size_t k = 0; k < rec[env].obs.size(); ++k) {
+        const Observation& o = rec[env].obs[k];
+        data::Frame f;
+        f.images["observation.images.agentview"] = image(o.agentview, n);
+        f.images["observation.images.wrist"] = image(o.wrist, n);
+        f.values["observation.state"] = std::vector<double>(o.state.begin(), o.state.end());
+        f.values["action"] = std::vector<double>(rec[env].actions[k].begin(), rec[env].actions[k].end());
+        writer.add_frame(f);
+      }
+      writer.save_episode(e.task->instruction);
+      ++saved[i];
+      result.frames += int64_t(rec[env].obs.size());
+      if (opt.progress && saved[i] == K)
+        std::fprintf(stderr, "[collect] %-26s %d episodes (%d attempts)\n", e.task->name.c_str(), K, attempts[i]);
+    }
+    rec[env] = Recorded{};
+  };
+  run_rollouts(venv, expert, 1, hooks);
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (saved[i] < K) {
+      result.short_tasks.push_back(tasks[i]->name);
+      std::fprintf(stderr, "[collect] %s: only %d of %d episodes succeeded in %d attempts\n", tasks[i]->name.c_str(),
+                   saved[i], K, attempts[i]);
+    }
+  result.episodes = writer.num_episodes();
+  writer.finalize();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace ember::sim

@@ -1,0 +1,28 @@
+// The loop shared by evaluation and demonstration collection: runs episodes from a source on
+// a VectorEnv with a policy, executing each action chunk open loop for up to replan_steps
+// steps (a new episode always asks the policy first), and reports every step and every
+// finished episode to callbacks on the calling thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "ember/sim/policy.h"
+#include "ember/sim/vector_env.h"
+
+namespace ember::sim {
+
+struct RolloutHooks {
+  // The next episode to run, or nothing when there are no more (called on the main thread).
+  std::function<std::optional<Episode>()> next_episode;
+  // Env `env` is about to take `action` in the state `obs` (step `step` of its episode).
+  std::function<void(int env, const Episode& episode, int step, const Observation& obs, const Action& action)> on_step;
+  // Env `env` finished `episode` (success or step limit) after `steps` steps.
+  std::function<void(int env, const Episode& episode, bool success, int steps, const Observation& final_obs)> on_end;
+};
+
+// Runs until the source is exhausted and every started episode has finished.
+// replan_steps >= 1. Returns the number of env steps taken.
+int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const RolloutHooks& hooks);
+
+}  // namespace ember::sim

@@ -1,0 +1,130 @@
+// N environments stepped together on worker threads, with a gymnasium-style interface:
+//
+//   VectorEnv venv(scene, tasks, {.n_envs = 8, .renderer = RendererKind::kOSMesa});
+//   auto obs = venv.reset(seed);                 // obs[i]: env i's first observation
+//   auto r = venv.step(actions);                 // observations, rewards, terminated, truncated, infos
+//
+// Auto-reset (gymnasium 0.29's same-step mode): when env i's episode ends at a step
+// (terminated: the task succeeded; truncated: the step limit), r.observations[i] is already
+// the first observation of its next episode and r.infos[i].final_observation holds the last
+// one of the finished episode.
+//
+// Env i lives on worker thread i % threads, and each worker owns one GL context and camera
+// renderer, created on that thread. Which episode an env runs next comes from the episode
+// source (by default: env i runs tasks[i % tasks.size()] from one of its 50 evaluation states,
+// drawn from a stream seeded by (seed, i)); a source that returns nothing leaves the env idle. While the source runs for env i, info(i) and
+// observation(i) still describe the episode that just ended (none at reset()); a source that returns nothing leaves the env idle
+// (its action is ignored, its observation repeats, infos[i].active is false).
+// Not thread-safe: one caller thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "ember/sim/env.h"
+#include "ember/sim/gl_context.h"
+#include "ember/sim/render.h"
+
+namespace ember::sim {
+
+struct Episode {
+  const TaskSpec* task = nullptr;  // must outlive the episode
+  int init_index = 0;              // which of the task's init states (for reports)
+  InitState init;
+  uint64_t seed = 0;               // for the policy's own randomness (expert noise)
+  int id = 0;                      // the caller's number for it (evaluation: the trial)
+};
+
+struct VectorEnvConfig {
+  int n_envs = 1;
+  int threads = 0;                 // worker threads; 0: min(n_envs, hardware threads)
+  RendererKind renderer = RendererKind::kNone;
+  int image_size = 128;            // square camera images
+  ControllerConfig controller;
+};
+
+struct EnvInfo {
+  bool active = true;              // false: idle, no episode (after an ending: no next episode)
+  bool success = false;            // the episode's success predicate at this step
+  int episode_step = 0;            // steps taken in the current (or just finished) episode
+  const TaskSpec* task = nullptr;  // the current (or just finished) episode's task
+  int init_index = 0;
+  uint64_t episode_seed = 0;
+  std::optional<Observation> final_observation;  // set when the episode ended at this step
+};
+
+struct StepResult {
+  std::vector<Observation> observations;
+  std::vector<float> rewards;      // 1 at the step the task succeeds, else 0
+  std::vector<uint8_t> terminated, truncated;
+  std::vector<EnvInfo> infos;
+};
+
+class VectorEnv {
+ public:
+  using EpisodeSource = std::function<std::optional<Episode>(int env)>;
+
+  // tasks: the default source's task per env (at least one). Throws kInvalidArgument for a bad
+  // configuration (naming --n_envs, --image_size); renderer failures surface at reset().
+  VectorEnv(std::shared_ptr<const Scene> scene, std::vector<const TaskSpec*> tasks, VectorEnvConfig config);
+  ~VectorEnv();
+  VectorEnv(const VectorEnv&) = delete;
+  VectorEnv& operator=(const VectorEnv&) = delete;
+
+  // Replaces the episode source (before reset()).
+  void set_episode_source(EpisodeSource source) { source_ = std::move(source); }
+  // Starts an episode in every env; `seed` seeds the default source.
+  std::vector<Observation> reset(uint64_t seed);
+  // One control step of every active env (actions[i] for env i; size() actions).
+  StepResult step(const std::vector<Action>& actions);
+
+  int size() const { return int(envs_.size()); }
+  bool active(int env) const { return slots_[env].active; }
+  const EnvInfo& info(int env) const { return slots_[env].info; }
+  // env's latest observation; inside the episode source, the finished episode's last one
+  const Observation& observation(int env) const { return obs_[env]; }
+  const Env& env(int i) const { return *envs_[i]; }
+  const VectorEnvConfig& config() const { return config_; }
+
+ private:
+  struct Slot {
+    bool active = false;
+    Episode episode;
+    EnvInfo info;
+    int episodes_started = 0;
+  };
+  // Runs fn(env) for every env in `which` on its worker; rethrows the first error.
+  void parallel(const std::vector<int>& which, const std::function<void(int env, CameraRenderer* r)>& fn);
+  void worker_loop(int w);
+  void observe(int env, CameraRenderer* r, Observation* obs);
+  bool start_episode(int env);
+
+  std::shared_ptr<const Scene> scene_;
+  std::vector<const TaskSpec*> tasks_;
+  VectorEnvConfig config_;
+  std::vector<std::unique_ptr<Env>> envs_;
+  std::vector<Slot> slots_;
+  std::vector<Observation> obs_;
+  EpisodeSource source_;
+  uint64_t seed_ = 0;
+
+  // workers
+  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<CameraRenderer>> renderers_;  // one per worker, made on its thread
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::function<void(int worker)> job_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace ember::sim

@@ -1,0 +1,99 @@
+#include "ember/train/loader.h"
+
+#include <chrono>
+
+#include "ember/data/packer.h"
+
+namespace ember::train {
+
+Loader::Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const SampleBuilder& builder,
+               const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start)
+    : dataset_(dataset), sampler_(sampler), builder_(builder), shape_(shape), options_(options),
+      pool_(size_t(std::max(1, options.workers))) {
+  producer_ = std::thread([this, start] { produce(start); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  producer_.join();
+}
+
+TrainBatch Loader::build(const data::LoaderPosition& position) {
+  auto share = sampler_.next_batch(position, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
+  // build this rank's samples on the pool
+  std::vector<std::future<model::PolicySample>> futures;
+  for (int64_t frame : share.frames)
+    futures.push_back(pool_.submit([this, frame] { return builder_.build(dataset_.get(frame)); }));
+  std::vector<model::PolicySample> samples;
+  for (auto& f : futures) samples.push_back(f.get());
+
+  TrainBatch batch;
+  batch.position = position;
+  batch.next = share.next;
+  batch.samples = int64_t(samples.size());
+  std::vector<data::PackSample> lens;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    data::PackSample p;
+    p.id = share.frames[i];
+    p.prefix_len = int32_t(samples[i].prefix_len(shape_));
+    p.suffix_len = shape_.horizon;
+    lens.push_back(p);
+    batch.tokens += p.length();
+  }
+  std::vector<data::PackBatch> groups;
+  if (options_.token_budget > 0 && !lens.empty()) {
+    groups = data::pack(lens, options_.token_budget, {.window = 0, .max_samples_per_batch = 0});
+  } else if (!lens.empty()) {
+    groups = data::fixed_size_batches(int64_t(lens.size()), int64_t(lens.size()));
+  }
+  for (const auto& g : groups) {
+    std::vector<const model::PolicySample*> ptrs;
+    for (int64_t i : g) ptrs.push_back(&samples[i]);
+    auto in = model::collate(ptrs, shape_, options_.backend);
+    batch.loss_count += in.action_mask.sum().item<double>();
+    batch.micro.push_back(options_.pin_memory ? in.pin_memory() : std::move(in));
+  }
+  return batch;
+}
+
+void Loader::produce(data::LoaderPosition position) {
+  try {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || int(queue_.size()) < options_.prefetch; });
+        if (stop_) return;
+      }
+      auto batch = build(position);
+      position = batch.next;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(std::move(batch));
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+TrainBatch Loader::next(double* wait_s) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !queue_.empty() || error_; });
+  if (queue_.empty() && error_) std::rethrow_exception(error_);
+  auto batch = std::move(queue_.front());
+  queue_.pop_front();
+  lock.unlock();
+  cv_.notify_all();
+  if (wait_s) *wait_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return batch;
+}
+
+}  // namespace ember::train

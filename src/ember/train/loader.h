@@ -1,0 +1,71 @@
+// The training data loader: the sampler's frames for each step, built into policy samples on a
+// thread pool (frame decoding, normalisation, tokenisation, action chunks), split into
+// micro-batches under a token budget (varlen packing), collated, pinned on CUDA, and queued a
+// few steps ahead by a producer thread.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "ember/core/thread_pool.h"
+#include "ember/data/dataset.h"
+#include "ember/data/sampler.h"
+#include "ember/model/policy_inputs.h"
+#include "ember/train/policy_data.h"
+
+namespace ember::train {
+
+struct LoaderOptions {
+  int64_t batch_size = 8;  // samples per step per rank
+  int rank = 0, world_size = 1;
+  int workers = 4;         // sample-building threads
+  int prefetch = 4;        // steps queued ahead
+  int64_t token_budget = 0;  // > 0: micro-batches of at most this many tokens (prefix + suffix)
+  model::AttentionBackend backend = model::AttentionBackend::kVarlen;
+  bool pin_memory = false;
+};
+
+struct TrainBatch {
+  std::vector<model::PolicyInputs> micro;  // this rank's micro-batches of the step
+  int64_t samples = 0;                     // this rank's samples
+  int64_t tokens = 0;                      // real prefix + suffix tokens
+  double loss_count = 0;                   // entries the loss counts (action mask sum)
+  data::LoaderPosition position;           // where this step started
+  data::LoaderPosition next;               // the global position after this step
+};
+
+class Loader {
+ public:
+  // Starts producing at `start`. dataset, sampler and builder must outlive the loader.
+  Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const SampleBuilder& builder,
+         const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start);
+  ~Loader();  // stops the producer (in-flight work finishes)
+
+  // The next step's batch; blocks until it is ready. Rethrows a producer's error (e.g. a
+  // corrupt frame, naming the file). wait_s: how long this call waited.
+  TrainBatch next(double* wait_s = nullptr);
+
+ private:
+  void produce(data::LoaderPosition position);
+  TrainBatch build(const data::LoaderPosition& position);
+
+  const data::Dataset& dataset_;
+  const data::FrameSampler& sampler_;
+  const SampleBuilder& builder_;
+  model::PolicyShape shape_;
+  LoaderOptions options_;
+  ThreadPool pool_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TrainBatch> queue_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread producer_;
+};
+
+}  // namespace ember::train

@@ -1,0 +1,75 @@
+#include "ember/train/optimizer.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include <cmath>
+
+#include "ember/core/error.h"
+
+namespace ember::train {
+
+AdamW::AdamW(model::NamedTensors params, AdamWOptions options) : params_(std::move(params)), options_(options) {
+  for (const auto& [name, p] : params_) {
+    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Contiguous));
+    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Contiguous));
+    steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+  }
+}
+
+void AdamW::step(double lr) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> p, g, m, v, s;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& param = params_[i].second;
+    if (!param.grad().defined()) continue;
+    p.push_back(param);
+    g.push_back(param.grad());
+    m.push_back(exp_avg_[i]);
+    v.push_back(exp_avg_sq_[i]);
+    s.push_back(steps_[i]);
+  }
+  if (p.empty()) return;
+  // the fused kernel reads the step count for bias correction; the caller advances it
+  at::_foreach_add_(s, 1.0);
+  at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, options_.beta1, options_.beta2, options_.weight_decay,
+                    options_.eps, /*amsgrad=*/false, /*maximize=*/false);
+}
+
+void AdamW::zero_grad() {
+  for (auto& [name, p] : params_) {
+    if (p.grad().defined()) p.mutable_grad() = at::Tensor();
+  }
+}
+
+model::NamedTensors AdamW::state() const {
+  model::NamedTensors out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& name = params_[i].first;
+    out.emplace_back(name + ".exp_avg", exp_avg_[i]);
+    out.emplace_back(name + ".exp_avg_sq", exp_avg_sq_[i]);
+    out.emplace_back(name + ".step", steps_[i]);
+  }
+  return out;
+}
+
+void AdamW::load_state(const std::map<std::string, at::Tensor>& tensors, const std::string& what) {
+  auto named = state();
+  model::load_into(named, tensors, what);
+}
+
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  auto norms = at::_foreach_norm(grads, 2.0);
+  auto total = at::stack(norms).to(at::kFloat).norm();
+  double value = total.item<double>();
+  if (max_norm > 0 && std::isfinite(value) && value > max_norm) {
+    at::_foreach_mul_(grads, max_norm / (value + 1e-6));
+  }
+  return value;
+}
+
+}  // namespace ember::train

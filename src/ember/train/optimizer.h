@@ -1,0 +1,48 @@
+// AdamW over a list of parameters with libtorch's fused multi-tensor kernel
+// (at::_fused_adamw_, CUDA and CPU), global-norm gradient clipping, and its state as named
+// tensors for checkpoints. Decoupled weight decay as torch.optim.AdamW: p -= lr * wd * p.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ember/model/weights.h"
+
+namespace ember::train {
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.01;
+};
+
+class AdamW {
+ public:
+  // params: the trainable parameters with their names (kept by reference, updated in place).
+  AdamW(model::NamedTensors params, AdamWOptions options);
+
+  // One update at learning rate lr with the gradients in p.grad(); parameters without a
+  // gradient are skipped.
+  void step(double lr);
+  // Sets every gradient to undefined.
+  void zero_grad();
+
+  // State as named tensors: "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step".
+  model::NamedTensors state() const;
+  // Restores state(); throws Error kInvalidArgument naming `what` and the tensor on mismatch.
+  void load_state(const std::map<std::string, at::Tensor>& tensors, const std::string& what);
+
+  const model::NamedTensors& params() const { return params_; }
+
+ private:
+  model::NamedTensors params_;
+  AdamWOptions options_;
+  std::vector<at::Tensor> exp_avg_, exp_avg_sq_, steps_;  // per parameter; steps_ float32 scalars
+};
+
+// Global L2 norm of the gradients (fp32); scales them by max_norm / norm when it exceeds
+// max_norm (max_norm <= 0: no clipping). Returns the norm before clipping.
+double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+
+}  // namespace ember::train

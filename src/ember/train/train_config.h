@@ -1,0 +1,117 @@
+// The configuration of a training run: typed structs per component, composed into TrainConfig,
+// parsed from lerobot-train style flags and saved with the run (and every checkpoint) as
+// `train_config.json`.
+//
+// Flags name fields by their dotted path, as lerobot-train (draccus) names them:
+//   --steps=30000  --steps 30000  --policy.type=pi05  --optimizer.lr=1e-4  --resume=true
+//   --resume (a bare boolean flag means true)  --dataset.episodes=[0,1,2] (or 0,1,2)
+//   --optimizer.betas=[0.9,0.95]  --policy.tokenizer_path=null (unsets an optional field)
+// `--config_path=FILE.json` loads a saved train_config.json first, wherever it appears; the other
+// flags then override it in order (a repeated flag: the last wins).
+//
+// Defaults follow LeRobot where the concept is the same: lerobot-train's TrainPipelineConfig
+// (batch_size 8, seed 1000, log_freq 200, save_freq 20000, num_workers 4) and PI05Config
+// (chunk_size 50, max_state_dim / max_action_dim 32, num_inference_steps 10, AdamW lr 2.5e-5,
+// betas (0.9, 0.95), eps 1e-8, weight_decay 0.01, grad_clip_norm 1.0, warmup 1000 and decay
+// 30000 steps, decay_lr 2.5e-6 = 0.1 x lr). steps defaults to 30000 (lerobot-train: 100000), the
+// length of pi0.5's schedule.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ember::train {
+
+struct DatasetConfig {
+  std::string root;                              // LeRobot dataset directory (required)
+  std::optional<std::string> repo_id;            // recorded in the config; ember reads `root` only
+  std::optional<std::vector<int64_t>> episodes;  // train on these episode indices only
+  std::optional<int64_t> image_size;             // cameras resized to image_size^2 (pi05: 224)
+};
+
+struct PolicyConfig {
+  std::string type = "pi05";         // registered policy name: pi05
+  std::string preset = "tiny";       // tiny | small | pi05 (model size)
+  std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
+  std::string dtype = "bf16";        // bf16 | fp32; LeRobot's PI05Config.dtype defaults to float32
+  int64_t horizon = 50;              // action chunk length (PI05Config.chunk_size)
+  int64_t max_state_dim = 32;        // state padded to this (PI05Config.max_state_dim)
+  int64_t max_action_dim = 32;       // actions padded to this (PI05Config.max_action_dim)
+  int64_t num_steps = 10;            // flow-matching denoising steps (PI05Config.num_inference_steps)
+  std::optional<std::string> tokenizer_path;  // SentencePiece .model; unset: trained from the tasks
+  std::optional<int64_t> token_budget;        // tokens per packed batch; unset: the policy decides
+};
+
+struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)
+  double lr = 2.5e-5;                 // peak learning rate
+  double weight_decay = 1e-2;
+  double grad_clip_norm = 1.0;        // clip the global gradient norm to this
+  std::array<double, 2> betas = {0.9, 0.95};
+  double eps = 1e-8;
+};
+
+struct SchedulerConfig {              // cosine_decay_with_warmup (see schedule.h)
+  int64_t warmup_steps = 1000;        // PI05Config.scheduler_warmup_steps
+  int64_t decay_steps = 30000;        // PI05Config.scheduler_decay_steps; scaled down with `steps`
+  double min_lr_ratio = 0.1;          // floor = ratio x lr (PI05Config: decay_lr 2.5e-6 / 2.5e-5)
+};
+
+struct DistConfig {
+  int64_t zero = 0;                   // 0: replicated optimizer; 1: optimizer state sharded (ZeRO-1)
+};
+
+struct TrainConfig {
+  DatasetConfig dataset;
+  PolicyConfig policy;
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  DistConfig dist;
+  std::string output_dir;             // required
+  int64_t steps = 30000;              // optimizer updates in the whole run
+  int64_t batch_size = 8;             // samples per step per rank
+  int64_t seed = 1000;
+  int64_t log_freq = 200;             // metrics every this many steps
+  int64_t save_freq = 20000;          // a checkpoint every this many steps (and at the end)
+  int64_t num_workers = 4;            // sample-building threads
+  bool resume = false;                // continue from <output_dir>/checkpoints/latest
+  std::string device = "auto";        // auto | cuda | cpu; the caller resolves auto
+};
+
+// Parses command-line flags (without the program and subcommand names) into a validated
+// config. Throws ember::Error kInvalidArgument naming the flag: an unknown flag (with the
+// closest known one: "unknown flag --policy.foo (did you mean --policy.type?)"), a missing or
+// badly typed value ("--steps: expected an integer, got 'ten'"), a value outside its choices
+// ("--policy.attention: expected one of varlen|padded, got 'flash'"), or what validate()
+// refuses; and the errors of load_train_config for --config_path.
+TrainConfig parse_train_flags(const std::vector<std::string>& args);
+
+// Refuses (kInvalidArgument naming the flag) a config that cannot run: empty dataset.root or
+// output_dir, steps / batch_size / log_freq / save_freq / lr / eps / horizon / dims /
+// num_steps / decay_steps not positive, negative num_workers / weight_decay / warmup_steps,
+// grad_clip_norm <= 0, betas outside [0, 1), min_lr_ratio outside [0, 1], a choice field
+// outside its set, dist.zero not 0 or 1, negative or empty episodes, non-positive optionals.
+void validate(const TrainConfig& config);
+
+// Every field, nested by section: {"dataset": {...}, "policy": {...}, ..., "output_dir": ...};
+// unset optionals are null.
+nlohmann::ordered_json to_json(const TrainConfig& config);
+// The defaults overridden by the keys present in j. `source` names it in errors (a file).
+// Throws kInvalidArgument naming the source and key for an unknown key or a badly typed value.
+// Does not validate().
+TrainConfig from_json(const nlohmann::json& j, const std::string& source = "config");
+
+// Writes to_json(config) (indented) atomically. Throws kIO.
+void save_train_config(const TrainConfig& config, const std::filesystem::path& file);
+// Reads a file written by save_train_config. Throws kNotFound / kIO for the file,
+// kInvalidArgument naming the file for malformed JSON or as from_json.
+TrainConfig load_train_config(const std::filesystem::path& file);
+
+// The dotted names of every field ("steps", "policy.type", ...), in declaration order.
+std::vector<std::string> train_flag_names();
+
+}  // namespace ember::train

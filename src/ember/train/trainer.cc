@@ -1,0 +1,337 @@
+#include "ember/train/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <thread>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/model/flops.h"
+#include "ember/train/checkpoint_dir.h"
+#include "ember/train/loader.h"
+#include "ember/train/metrics.h"
+#include "ember/train/optimizer.h"
+#include "ember/train/peak_flops.h"
+#include "ember/train/policy_checkpoint.h"
+#include "ember/train/schedule.h"
+
+namespace ember::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+at::Device resolve_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name == "cuda") {
+    if (!torch::cuda::is_available()) throw Error(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
+    return at::Device(at::kCUDA, 0);
+  }
+  return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
+
+std::string hex(const at::Tensor& bytes) {
+  auto b = bytes.contiguous();
+  const auto* p = b.data_ptr<uint8_t>();
+  std::ostringstream o;
+  for (int64_t i = 0; i < b.numel(); ++i) o << std::hex << std::setw(2) << std::setfill('0') << int(p[i]);
+  return o.str();
+}
+at::Tensor unhex(const std::string& s, const std::string& what) {
+  if (s.size() % 2) throw Error(ErrorKind::kCorruption, what + ": odd-length hex string");
+  auto t = at::empty({int64_t(s.size() / 2)}, at::kByte);
+  auto* p = t.data_ptr<uint8_t>();
+  for (size_t i = 0; i < s.size() / 2; ++i) p[i] = uint8_t(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  return t;
+}
+
+void set_generator_state(at::Generator g, const at::Tensor& state) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  g.set_state(state);
+}
+
+at::Tensor generator_state(at::Generator g) {
+  std::lock_guard<std::mutex> lock(g.mutex());
+  return g.get_state();
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::kNotFound, path.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, path.string() + ": " + e.what());
+  }
+}
+
+void write_json_file(const fs::path& path, const nlohmann::json& j) {
+  std::string text = j.dump(2) + "\n";
+  AtomicFile f(path.string());
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+// The policy's shapes for this run and dataset.
+model::PolicyShape make_shape(const TrainConfig& c, int vocab) {
+  auto s = model::preset_shape(c.policy.preset);
+  s.horizon = int(c.policy.horizon);
+  s.max_action_dim = int(c.policy.max_action_dim);
+  s.flow_steps = int(c.policy.num_steps);
+  if (c.dataset.image_size) {
+    s.vision.image_size = int(*c.dataset.image_size);
+    if (s.vision.image_size % s.vision.patch)
+      throw Error(ErrorKind::kInvalidArgument, "--dataset.image_size=" + std::to_string(*c.dataset.image_size) +
+                                                   ": must be a multiple of the preset's patch size " + std::to_string(s.vision.patch));
+  }
+  s.vocab = vocab;
+  model::validate(s);
+  return s;
+}
+
+model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta, const std::optional<fs::path>& resume_dir) {
+  if (resume_dir) return model::Tokenizer::load((*resume_dir / "tokenizer.model").string());
+  if (c.policy.tokenizer_path) return model::Tokenizer::load(*c.policy.tokenizer_path);
+  model::TokenizerTrainOptions o;
+  o.vocab_size = c.policy.preset == "tiny" ? 512 : 2048;
+  return model::train_tokenizer(tokenizer_training_texts(meta), o);
+}
+
+struct Window {  // metrics accumulated between two log lines
+  int steps = 0;
+  double loss = 0, step_s = 0, wait_s = 0, grad_norm = 0, flops = 0;
+  int64_t samples = 0, tokens = 0;
+};
+
+}  // namespace
+
+TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
+  validate(config);
+  const int rank = hooks.collectives ? hooks.collectives->rank() : 0;
+  const int world = hooks.collectives ? hooks.collectives->world_size() : 1;
+  const bool main_rank = rank == 0;
+  const fs::path out_dir = config.output_dir;
+  auto say = [&](const std::string& line) {
+    if (main_rank && !hooks.quiet) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+
+  at::Device device = resolve_device(config.device);
+  if (device.is_cuda() && hooks.collectives) device = at::Device(at::kCUDA, hooks.collectives->local_rank());
+  const bool bf16 = config.policy.dtype == "bf16" && device.is_cuda();
+  if (!device.is_cuda()) {
+    // the tiny preset's operations are too small to split: extra threads only spin; larger
+    // presets get the cores the loader's workers leave
+    int cores = int(std::thread::hardware_concurrency());
+    at::set_num_threads(config.policy.preset == "tiny" ? 1 : std::max(1, cores - int(config.num_workers)));
+  }
+
+  // where the run starts
+  std::optional<CheckpointRef> resume_from;
+  if (config.resume) {
+    resume_from = find_latest_checkpoint(out_dir);
+    if (!resume_from)
+      throw Error(ErrorKind::kNotFound, "--resume=true: no complete checkpoint under " + (out_dir / "checkpoints").string());
+  } else if (!list_checkpoints(out_dir).empty()) {
+    throw Error(ErrorKind::kInvalidArgument, "--output_dir=" + out_dir.string() +
+                                                 " already holds checkpoints: pass --resume=true to continue, or choose a new --output_dir");
+  }
+  std::optional<fs::path> resume_dir;
+  if (resume_from) resume_dir = resume_from->dir;
+
+  // data and policy
+  data::Metadata meta_probe = data::Dataset(config.dataset.root, {}).meta();
+  auto tokenizer = make_tokenizer(config, meta_probe, resume_dir);
+  auto shape = resume_dir ? shape_from_json(read_json_file(*resume_dir / "policy.json"), (*resume_dir / "policy.json").string())
+                          : make_shape(config, tokenizer.vocab_size());
+  FeatureSpec spec = feature_spec(meta_probe, shape);
+  SampleBuilder builder(spec, shape, tokenizer);
+  data::Dataset dataset(config.dataset.root, builder.dataset_options());
+  data::SamplerOptions so;
+  so.seed = uint64_t(config.seed);
+  if (config.dataset.episodes) so.episodes = *config.dataset.episodes;
+  data::FrameSampler sampler(dataset.meta().episodes, so);
+  if (sampler.size() == 0) throw Error(ErrorKind::kInvalidArgument, "dataset " + config.dataset.root + ": no frames to train on");
+
+  // measured before seeding: its random matrices must not shift the training's random stream
+  const double peak = measure_peak_flops(device, bf16);
+  at::manual_seed(uint64_t(config.seed));
+  model::Pi05Policy policy(shape);
+  policy->to(device);
+  policy->train();
+  model::NamedTensors params;
+  for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value());
+  AdamW optimizer(params, {config.optimizer.betas[0], config.optimizer.betas[1], config.optimizer.eps, config.optimizer.weight_decay});
+  std::vector<at::Tensor> param_list;
+  for (const auto& [n, p] : params) param_list.push_back(p);
+  LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
+                      fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
+
+  int64_t step = 0;
+  data::LoaderPosition position;
+  if (resume_dir) {
+    auto file = (*resume_dir / "model.safetensors").string();
+    model::load_into(params, model::load_tensors(file), file);
+    auto ofile = (*resume_dir / "optimizer.safetensors").string();
+    auto ostate = model::load_tensors(ofile);
+    for (auto& [k, t] : ostate) t = t.to(device);
+    optimizer.load_state(ostate, ofile);
+    auto state_path = *resume_dir / "trainer_state.json";
+    auto state = read_json_file(state_path);
+    try {
+      step = state.at("step").get<int64_t>();
+      position = state.at("loader").get<data::LoaderPosition>();
+      at::manual_seed(uint64_t(config.seed));
+      set_generator_state(at::detail::getDefaultCPUGenerator(), unhex(state.at("rng").at("cpu").get<std::string>(), state_path.string()));
+      if (device.is_cuda() && state.at("rng").contains("cuda"))
+        set_generator_state(at::globalContext().defaultGenerator(device), unhex(state["rng"]["cuda"].get<std::string>(), state_path.string()));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorKind::kCorruption, state_path.string() + ": " + e.what());
+    }
+    say("resuming from " + resume_dir->string() + " at step " + std::to_string(step));
+  }
+
+  if (main_rank) {
+    fs::create_directories(out_dir);
+    save_train_config(config, out_dir / "train_config.json");
+  }
+  int64_t n_params = 0;
+  for (const auto& p : param_list) n_params += p.numel();
+  say("ember train: " + std::to_string(sampler.size()) + " frames from " + config.dataset.root + ", policy pi05/" + shape.preset +
+      " (" + std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
+      (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32") : std::string("cpu fp32")) +
+      ", " + std::to_string(world) + " rank(s)");
+
+  LoaderOptions lo;
+  lo.batch_size = config.batch_size;
+  lo.rank = rank;
+  lo.world_size = world;
+  lo.workers = int(std::max<int64_t>(1, config.num_workers));
+  lo.token_budget = config.policy.token_budget.value_or(0);
+  lo.backend = model::parse_attention_backend(config.policy.attention);
+  lo.pin_memory = device.is_cuda();
+  Loader loader(dataset, sampler, builder, shape, lo, position);
+
+  std::unique_ptr<MetricsLogger> metrics;
+  if (main_rank) {
+    MetricsLogger::Options mo;
+    if (hooks.quiet) mo.terminal = nullptr;
+    metrics = std::make_unique<MetricsLogger>(out_dir, config.steps, step, mo);
+  }
+  CheckpointWriter writer(out_dir);
+  auto save = [&](int64_t at_step, const data::LoaderPosition& next) {
+    nlohmann::json state;
+    state["step"] = at_step;
+    state["loader"] = next;
+    state["seed"] = config.seed;
+    state["world_size"] = world;
+    state["rng"]["cpu"] = hex(generator_state(at::detail::getDefaultCPUGenerator()));
+    if (device.is_cuda()) state["rng"]["cuda"] = hex(generator_state(at::globalContext().defaultGenerator(device)));
+    if (!main_rank) return std::string();
+    PolicyBundle bundle;
+    bundle.shape = shape;
+    bundle.spec = spec;
+    bundle.policy = policy;
+    bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
+    auto dir = writer.save(at_step, [&](const fs::path& tmp) {
+      write_policy_files(tmp, bundle);
+      model::save_tensors((tmp / "optimizer.safetensors").string(), optimizer.state());
+      write_json_file(tmp / "trainer_state.json", state);
+      save_train_config(config, tmp / "train_config.json");
+    });
+    return dir.string();
+  };
+
+  TrainResult result;
+  result.first_step = step;
+  Window window;
+  const bool autocast = bf16;
+  while (step < config.steps) {
+    auto t0 = Clock::now();
+    double wait_s = 0;
+    TrainBatch batch = loader.next(&wait_s);
+    double lr = schedule.at(step);
+    optimizer.zero_grad();
+    double global_count = hooks.collectives ? hooks.collectives->all_reduce_sum(batch.loss_count) : batch.loss_count;
+    at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device));
+    double flops = 0;
+    for (const auto& micro_host : batch.micro) {
+      auto micro = micro_host.to(device);
+      at::autocast::set_autocast_enabled(at::kCUDA, autocast);
+      if (autocast) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto out = policy->loss(micro);
+      (out.loss_sum / std::max(global_count, 1.0)).backward();
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      if (autocast) at::autocast::clear_cache();
+      loss_sum = loss_sum + out.loss_sum.detach();
+      flops += model::train_flops(model::real_work(micro_host, shape), shape);
+    }
+    if (hooks.collectives) {
+      std::vector<at::Tensor> grads;
+      for (auto& p : param_list) {
+        if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+        grads.push_back(p.grad());
+      }
+      hooks.collectives->all_reduce_sum(grads);
+      std::vector<at::Tensor> l{loss_sum};
+      hooks.collectives->all_reduce_sum(l);
+    }
+    double grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm);
+    optimizer.step(lr);
+    double loss = loss_sum.item<double>() / std::max(global_count, 1.0);
+    if (!std::isfinite(loss)) throw Error(ErrorKind::kInternal, "the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1));
+    ++step;
+    result.losses.emplace_back(step, loss);
+    double step_s = seconds_since(t0);
+
+    window.steps++;
+    window.loss += loss;
+    window.step_s += step_s;
+    window.wait_s += wait_s;
+    window.grad_norm += grad_norm;
+    window.samples += batch.samples * world;
+    window.tokens += batch.tokens * world;
+    window.flops += flops * world;
+    if (metrics) {
+      if (step % config.log_freq == 0 || step == config.steps) {
+        std::vector<Metric> fields = {{"lr", lr},
+                                      {"grad_norm", window.grad_norm / window.steps},
+                                      {"samples_per_s", window.samples / window.step_s},
+                                      {"tokens_per_s", window.tokens / window.step_s},
+                                      {"mfu", peak > 0 ? window.flops / window.step_s / (peak * world) : 0.0},
+                                      {"data_wait_frac", window.wait_s / window.step_s},
+                                      {"step_time_s", window.step_s / window.steps}};
+        if (device.is_cuda()) {
+          auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+          fields.push_back({"peak_mem_gb", double(stats.allocated_bytes[0].peak) / (1 << 30)});
+        }
+        metrics->log(step, window.loss / window.steps, fields);
+        window = Window{};
+      } else {
+        metrics->tick(step);
+      }
+    }
+    if (step % config.save_freq == 0 || step == config.steps) result.last_checkpoint = save(step, batch.next);
+    if (hooks.collectives) hooks.collectives->barrier();
+    if (hooks.keep_going && !hooks.keep_going(step)) break;
+  }
+  if (metrics) metrics->finish();
+  result.steps_done = step;
+  return result;
+}
+
+}  // namespace ember::train
