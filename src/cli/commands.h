@@ -13,6 +13,8 @@ using Action = std::function<int()>;
 void add_data_commands(CLI::App& app, Action& action);
 void add_bench_commands(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
+// `bench policy`, added to the `bench` subcommand (src/cli/bench_policy.cc).
+void add_bench_policy_command(CLI::App& app, Action& action);
 // `train` and `predict` (src/cli/train_commands.cc).
 void add_train_commands(CLI::App& app, Action& action);
 // Prints a checkpoint's predicted action chunk for a dataset frame next to the recorded one.

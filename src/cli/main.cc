@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   ember::cli::add_bench_commands(app, action);
   ember::cli::add_demo_command(app, action);
   ember::cli::add_train_commands(app, action);
+  ember::cli::add_bench_policy_command(app, action);
   ember::cli::add_sim_commands(app, action);  // after add_bench_commands: adds `bench sim`
   ember::cli::add_launch_command(app, action);
   try {

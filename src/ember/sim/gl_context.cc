@@ -179,7 +179,9 @@ class OSMesaGLContext : public GLContext {
     make_current();
   }
   ~OSMesaGLContext() override {
-    if (ctx_) destroy_(ctx_);
+    if (!ctx_) return;
+    make_current_(nullptr, nullptr, 0, 0, 0);  // release it first, or Mesa keeps its framebuffer
+    destroy_(ctx_);
   }
   void make_current() override {
     if (!make_current_(ctx_, buffer_.data(), kGL_UNSIGNED_BYTE, w_, h_))

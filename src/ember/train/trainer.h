@@ -31,6 +31,8 @@ class Collectives {
   // Sums each tensor in place across ranks (gradients: bucketed by the implementation).
   virtual void all_reduce_sum(std::vector<at::Tensor>& tensors) = 0;
   virtual double all_reduce_sum(double value) = 0;
+  // Copies root's tensors into every other rank's (same shapes and dtypes on every rank).
+  virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
   virtual void barrier() = 0;
 };
 

@@ -1,0 +1,36 @@
+// `ember bench policy`: the policy's training speed per attention backend (see
+// src/ember/train/policy_bench.h).
+#include "cli/commands.h"
+#include "ember/core/error.h"
+#include "ember/train/policy_bench.h"
+
+namespace ember::cli {
+
+void add_bench_policy_command(CLI::App& app, Action& action) {
+  CLI::App* bench = app.get_subcommand("bench");
+  auto o = std::make_shared<train::PolicyBenchOptions>();
+  auto attention = std::make_shared<std::string>("both");
+  CLI::App* cmd = bench->add_subcommand("policy", "training speed of the policy, varlen vs padded attention");
+  cmd->add_option("--preset", o->preset, "tiny | small | pi05");
+  cmd->add_option("--attention", *attention, "varlen | padded | both (side by side, with the ratio)");
+  cmd->add_option("--stream", o->stream, "libero | community");
+  cmd->add_option("--device", o->device, "auto | cuda | cpu");
+  cmd->add_option("--batch_size", o->batch_size, "samples per optimizer step");
+  cmd->add_option("--warmup", o->warmup, "untimed steps first");
+  cmd->add_option("--steps", o->steps, "timed steps");
+  cmd->add_option("--seed", o->seed, "stream and initialisation seed");
+  cmd->callback([=, &action] {
+    action = [=] {
+      auto opts = *o;
+      if (*attention == "both") {
+        opts.backends = {"varlen", "padded"};
+      } else {
+        opts.backends = {*attention};
+      }
+      train::run_policy_bench(opts);
+      return 0;
+    };
+  });
+}
+
+}  // namespace ember::cli

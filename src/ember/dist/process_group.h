@@ -1,0 +1,43 @@
+// The trainer's Collectives on PyTorch's c10d: rendezvous through a TCPStore (rank 0 serves it at
+// MASTER_ADDR:MASTER_PORT), NCCL on CUDA devices (one GPU per process), Gloo on CPUs.
+//
+// Gradients are summed in buckets (~25 MB: flattened, all-reduced asynchronously, copied back),
+// all buckets in flight at once. Every collective is bounded by the timeout: a rank that dies or
+// stalls makes the others throw Error kInternal naming the rank(s) that fell behind (each rank
+// records its progress in the store at every barrier), never hang.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <memory>
+
+#include "ember/dist/env.h"
+#include "ember/train/trainer.h"
+
+namespace ember::dist {
+
+// Bytes per gradient bucket (PyTorch DDP's default bucket_cap_mb is 25).
+inline constexpr int64_t kBucketBytes = 25 << 20;
+
+// Joins the job described by env (collective: every rank calls it; returns once all have joined)
+// and returns its collectives, for device (CUDA: NCCL on device; CPU: Gloo). For NCCL it sets
+// NCCL_NVLS_ENABLE=0 and TORCH_NCCL_BLOCKING_WAIT=1 unless the environment sets them, so that a
+// timed-out collective throws here instead of aborting the process from the watchdog. Gloo
+// binds to the local address that routes to env.master_addr (GLOO_SOCKET_IFNAME, when set,
+// names the interface instead). Throws Error kIO when the rendezvous does not complete within
+// timeout (naming MASTER_ADDR:MASTER_PORT), kUnsupported when this build lacks the backend.
+// The result is used from one thread at a time.
+std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
+                                                     std::chrono::milliseconds timeout);
+
+// Groups tensors (same device, any dtypes) into buckets of at most `bytes` (a larger tensor is a
+// bucket of its own), each of one dtype, in order. Returns index lists into tensors.
+std::vector<std::vector<size_t>> make_buckets(const std::vector<at::Tensor>& tensors, int64_t bytes);
+
+// This machine's IPv4/IPv6 address from which packets to host leave (a connected UDP socket's
+// local address; nothing is sent). "127.0.0.1" for a loopback host. Throws Error kIO naming the
+// host when it does not resolve or no route exists.
+std::string local_address_towards(const std::string& host, int port);
+
+}  // namespace ember::dist

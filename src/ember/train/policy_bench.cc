@@ -1,0 +1,174 @@
+#include "ember/train/policy_bench.h"
+
+#include <ATen/autocast_mode.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ember/core/error.h"
+#include "ember/model/flops.h"
+#include "ember/model/pi05.h"
+#include "ember/train/optimizer.h"
+#include "ember/train/peak_flops.h"
+
+namespace ember::train {
+
+namespace {
+
+struct StreamSpec {
+  int min_cams, max_cams, min_words, max_words, state_dim, min_action, max_action;
+};
+
+StreamSpec stream_spec(const std::string& name) {
+  if (name == "libero") return {2, 2, 8, 30, 8, 7, 7};
+  if (name == "community") return {1, 3, 3, 60, 8, 6, 14};
+  throw Error(ErrorKind::kInvalidArgument, "--stream: expected libero or community, got '" + name + "'");
+}
+
+std::vector<model::PolicySample> make_stream(const StreamSpec& s, const model::PolicyShape& shape, int64_t n, std::mt19937_64& rng) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<model::PolicySample> out(n);
+  const int size = shape.vision.image_size;
+  for (auto& sample : out) {
+    int cams = uniform(s.min_cams, s.max_cams);
+    std::vector<int> slots = {0, 1, 2};
+    std::shuffle(slots.begin(), slots.end(), rng);
+    slots.resize(cams);
+    std::sort(slots.begin(), slots.end());
+    for (int slot : slots) {
+      sample.images.push_back(at::rand({3, size, size}) * 2 - 1);
+      sample.camera_slots.push_back(slot);
+    }
+    int words = uniform(s.min_words, s.max_words);
+    int tokens = std::min(shape.max_prompt, 1 + 6 + int(std::ceil(1.3 * words)) + 2 * s.state_dim);
+    for (int j = 0; j < tokens; ++j) sample.prompt.push_back(uniform(4, shape.vocab - 1));
+    int dim = uniform(s.min_action, s.max_action);
+    sample.actions = at::randn({shape.horizon, dim});
+    sample.action_is_pad = at::zeros({shape.horizon}, at::kBool);
+  }
+  return out;
+}
+
+at::Device pick(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name == "cuda" || name == "auto") {
+    if (torch::cuda::is_available()) return at::Device(at::kCUDA, 0);
+    if (name == "cuda") throw Error(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
+    return at::kCPU;
+  }
+  throw Error(ErrorKind::kInvalidArgument, "--device: expected auto, cuda or cpu, got '" + name + "'");
+}
+
+void sync(const at::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+}  // namespace
+
+std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
+  auto shape = model::preset_shape(o.preset);
+  auto spec = stream_spec(o.stream);
+  if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
+  if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
+  std::vector<model::AttentionBackend> backends;
+  for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
+  at::Device device = pick(o.device);
+  const bool bf16 = o.bf16 && device.is_cuda();
+  if (!device.is_cuda()) at::set_num_threads(std::max(1, int(std::thread::hardware_concurrency())));
+  const double peak = measure_peak_flops(device, bf16);
+
+  // the same samples for every backend: (warmup + steps) batches
+  std::mt19937_64 rng(o.seed);
+  at::manual_seed(o.seed);
+  std::vector<std::vector<model::PolicySample>> batches;
+  for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size, rng));
+
+  std::vector<std::string> lines;
+  std::vector<double> samples_per_s, layout_flops_per_sample;
+  for (auto backend : backends) {
+    at::manual_seed(o.seed);
+    model::Pi05Policy policy(shape);
+    policy->to(device);
+    model::NamedTensors params;
+    std::vector<at::Tensor> plist;
+    for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value()), plist.push_back(p.value());
+    AdamW opt(params, {});
+    if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    double timed_s = 0, real_flops = 0, layout_flops = 0, last_loss = 0;
+    int64_t real_tokens = 0, samples = 0;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      std::vector<const model::PolicySample*> ptrs;
+      for (const auto& s : batches[i]) ptrs.push_back(&s);
+      auto host = model::collate(ptrs, shape, backend);
+      if (device.is_cuda()) host = host.pin_memory();
+      sync(device);
+      auto t0 = std::chrono::steady_clock::now();
+      auto in = host.to(device);
+      opt.zero_grad();
+      at::autocast::set_autocast_enabled(at::kCUDA, bf16);
+      if (bf16) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto out = policy->loss(in);
+      out.loss.backward();
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      if (bf16) at::autocast::clear_cache();
+      clip_grad_norm(plist, 1.0);
+      opt.step(1e-5);
+      last_loss = out.loss.item<double>();
+      sync(device);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (int(i) < o.warmup) continue;
+      timed_s += s;
+      samples += host.samples;
+      real_flops += model::train_flops(model::real_work(host, shape), shape);
+      layout_flops += model::train_flops(model::layout_work(host, shape), shape);
+      real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+    }
+    nlohmann::ordered_json j;
+    j["bench"] = "policy";
+    j["preset"] = o.preset;
+    j["attention"] = model::attention_backend_name(backend);
+    j["stream"] = o.stream;
+    j["device"] = device.is_cuda() ? "cuda" : "cpu";
+    j["dtype"] = bf16 ? "bf16" : "fp32";
+    j["batch_size"] = o.batch_size;
+    j["steps"] = o.steps;
+    j["parameters"] = model::parameter_count(shape);
+    j["samples_per_s"] = samples / timed_s;
+    j["tokens_per_s"] = real_tokens / timed_s;
+    j["step_time_s"] = timed_s / o.steps;
+    j["model_tflops_per_sample"] = real_flops / samples / 1e12;
+    j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
+    j["measured_peak_tflops"] = peak / 1e12;
+    j["mfu"] = real_flops / timed_s / peak;           // useful (real-token) FLOPs
+    j["hardware_flops_util"] = layout_flops / timed_s / peak;  // what the layout computes, padding included
+    double nominal = nominal_peak_flops(device);
+    if (nominal > 0) j["mfu_vs_datasheet"] = real_flops / timed_s / nominal;
+    if (device.is_cuda())
+      j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
+    j["final_loss"] = last_loss;
+    lines.push_back(j.dump());
+    std::printf("%s\n", lines.back().c_str());
+    std::fflush(stdout);
+    samples_per_s.push_back(samples / timed_s);
+    layout_flops_per_sample.push_back(layout_flops / samples);
+  }
+  if (backends.size() == 2) {
+    nlohmann::ordered_json j;
+    j["bench"] = "policy_ratio";
+    j["preset"] = o.preset;
+    j["stream"] = o.stream;
+    j["ratio_of"] = std::string(o.backends[0]) + "/" + o.backends[1];
+    j["measured_speed_ratio"] = samples_per_s[0] / samples_per_s[1];
+    j["flop_ratio"] = layout_flops_per_sample[1] / layout_flops_per_sample[0];
+    lines.push_back(j.dump());
+    std::printf("%s\n", lines.back().c_str());
+  }
+  return lines;
+}
+
+}  // namespace ember::train

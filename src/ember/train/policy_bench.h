@@ -1,0 +1,34 @@
+// `ember bench policy`: trains the policy on a stream of synthetic samples and measures the
+// speed of each attention backend on the same samples (same samples per optimizer step).
+//
+// Streams (what the samples look like):
+//   libero     2 of 3 cameras present, prompts of 8-30 words plus 8 state values, action dim 7
+//   community  1, 2 or 3 cameras present (uniformly), prompts of 3-60 words, action dims 6-14
+// Prompt tokens per sample: 1 (bos) + 6 (template) + ceil(1.3 x words) + 2 x state values,
+// a Gemma-tokenizer-like count; token ids and images are random (speed does not depend on them).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ember/model/policy_shape.h"
+
+namespace ember::train {
+
+struct PolicyBenchOptions {
+  std::string preset = "pi05";
+  std::vector<std::string> backends = {"varlen", "padded"};
+  std::string stream = "libero";
+  std::string device = "auto";
+  int64_t batch_size = 16;  // samples per optimizer step
+  int warmup = 3, steps = 10;
+  uint64_t seed = 0;
+  bool bf16 = true;  // on CUDA
+};
+
+// Prints one JSON line per backend and a comparison line (measured speed ratio next to the
+// FLOP ratio) to stdout; returns the JSON lines. Throws Error kInvalidArgument naming the
+// option for a bad value.
+std::vector<std::string> run_policy_bench(const PolicyBenchOptions& options);
+
+}  // namespace ember::train
