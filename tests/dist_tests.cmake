@@ -22,3 +22,22 @@ add_test(NAME dist_netns_two_hosts
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/netns_launch_test.sh $<TARGET_FILE:ember>
                  ${CMAKE_CURRENT_SOURCE_DIR}/tools/netns_two_hosts.sh)
 set_tests_properties(dist_netns_two_hosts PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 60)
+
+# Data-parallel training on c10d (Gloo over loopback, ranks as threads): same gradients and
+# weights as one process (replicated and ZeRO-1), elastic resume 2 -> 1 and 1 -> 2, a dead rank
+# named within the timeout.
+ember_dist_test(dist_train_test ember_dist dist_train_test.cc)
+target_compile_definitions(dist_train_test PRIVATE EMBER_TEST_DATA="${EMBER_TEST_DATA}")
+target_include_directories(dist_train_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+
+# A killed and a stalled rank of an `ember train` job (started without the launcher) make rank 0
+# fail naming rank 1 within the timeout.
+add_test(NAME dist_kill_rank COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/dist_kill_test.sh $<TARGET_FILE:ember>
+                                     ${EMBER_TEST_DATA}/lerobot_v3_0)
+set_tests_properties(dist_kill_rank PROPERTIES LABELS cpu TIMEOUT 90)
+
+# One `ember train` job over two "hosts" (network namespaces); skipped (77) where they cannot be made.
+add_test(NAME dist_netns_train
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/netns_train_test.sh $<TARGET_FILE:ember>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/tools/netns_two_hosts.sh ${EMBER_TEST_DATA}/lerobot_v3_0)
+set_tests_properties(dist_netns_train PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 90)

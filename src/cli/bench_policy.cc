@@ -19,6 +19,7 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_option("--warmup", o->warmup, "untimed steps first");
   cmd->add_option("--steps", o->steps, "timed steps");
   cmd->add_option("--seed", o->seed, "stream and initialisation seed");
+  cmd->add_flag("--phases", o->phases, "also time copy, forward, backward and optimizer (synchronising between them)");
   cmd->callback([=, &action] {
     action = [=] {
       auto opts = *o;

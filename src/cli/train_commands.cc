@@ -2,10 +2,14 @@
 // `ember predict` (one action chunk from a checkpoint next to the recorded one).
 #include <torch/cuda.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/dist/env.h"
+#include "ember/dist/process_group.h"
 #include "ember/train/predict.h"
 #include "ember/train/trainer.h"
 
@@ -15,9 +19,36 @@ namespace {
 
 int run_train(const std::vector<std::string>& args) {
   auto config = train::parse_train_flags(args);
-  auto result = train::train(config);
-  std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
-  return 0;
+  auto env = dist::detect_dist_env();
+  if (!env.is_distributed()) {
+    auto result = train::train(config);
+    std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+    return 0;
+  }
+  // one rank of a job (ember launch, torchrun, srun, mpirun): one GPU per process
+  train::TrainerHooks hooks;
+  try {
+    bool cuda = config.device == "cuda" || (config.device == "auto" && torch::cuda::is_available());
+    if (cuda && !torch::cuda::is_available()) fail(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
+    if (cuda && env.local_rank >= int(torch::cuda::device_count()))
+      fail(ErrorKind::kInvalidArgument, "LOCAL_RANK=" + std::to_string(env.local_rank) + ": this node has only " +
+                                            std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
+    at::Device device = cuda ? at::Device(at::kCUDA, c10::DeviceIndex(env.local_rank)) : at::Device(at::kCPU);
+    if (env.rank == 0) std::fprintf(stderr, "ember train: %s, %s\n", dist::describe(env).c_str(), cuda ? "NCCL" : "Gloo");
+    auto timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
+    hooks.collectives = dist::make_collectives(env, device, timeout);
+    auto result = train::train(config, hooks);
+    if (env.rank == 0)
+      std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+    return 0;
+  } catch (const Error& e) {
+    // a failed collective can leave c10d's threads waiting on peers: report and leave at once
+    // rather than run destructors that might block
+    std::fprintf(stderr, "ember train: rank %d: %s\n", env.rank, e.what());
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(e.is_user_error() ? 2 : 70);
+  }
 }
 
 at::Device pick_device(const std::string& name) {

@@ -14,9 +14,8 @@ RmsNormImpl::RmsNormImpl(int64_t width, double eps_) : eps(eps_) {
 }
 
 at::Tensor RmsNormImpl::forward(const at::Tensor& x) const {
-  // in float32 whatever the activations' dtype (as Gemma does), back to x's dtype
-  auto y = at::rms_norm(x.to(at::kFloat), {x.size(-1)}, weight.to(at::kFloat), eps);
-  return y.to(x.scalar_type());
+  // the kernel accumulates in float32 whatever the activations' dtype (as Gemma computes it)
+  return at::rms_norm(x, {x.size(-1)}, weight.to(x.scalar_type()), eps);
 }
 
 LayerNormImpl::LayerNormImpl(int64_t width, double eps_) : eps(eps_) {
@@ -38,7 +37,7 @@ AdaNormImpl::AdaNormImpl(int64_t width, int64_t cond_width, double eps_) : eps(e
 AdaNormImpl::Out AdaNormImpl::forward(const at::Tensor& x, const at::Tensor& cond) const {
   auto mod = modulation->forward(cond).unsqueeze(1);  // [n, 1, 3 width]
   auto parts = mod.chunk(3, -1);
-  auto normed = at::rms_norm(x.to(at::kFloat), {x.size(-1)}, std::nullopt, eps).to(x.scalar_type());
+  auto normed = at::rms_norm(x, {x.size(-1)}, std::nullopt, eps);
   return {normed * (1 + parts[0]) + parts[1], parts[2]};
 }
 

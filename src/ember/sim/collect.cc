@@ -9,28 +9,12 @@
 #include "ember/io/video/video_decoder.h"
 #include "ember/sim/evaluate.h"
 #include "ember/sim/expert.h"
+#include "ember/sim/features.h"
 #include "ember/sim/rollout.h"
 
 namespace ember::sim {
 
 namespace {
-
-data::Feature feature(const std::string& key, const std::string& dtype, std::vector<int64_t> shape,
-                      nlohmann::json names) {
-  data::Feature f;
-  f.key = key;
-  f.dtype = dtype;
-  f.shape = std::move(shape);
-  f.names = std::move(names);
-  return f;
-}
-
-io::Image image(const std::vector<uint8_t>& rgb, int n) {
-  io::Image im;
-  im.width = im.height = n;
-  im.rgb = rgb;
-  return im;
-}
 
 struct Recorded {
   std::vector<Observation> obs;
@@ -68,17 +52,10 @@ CollectResult collect(const CollectOptions& opt) {
   if (dtype == "video" && n % 2) fail(ErrorKind::kInvalidArgument, "--image_size: must be even for video cameras (yuv420p)");
 
   auto t0 = std::chrono::steady_clock::now();
-  const nlohmann::json image_names = {"height", "width", "channels"};
-  std::vector<data::Feature> features = {
-      feature("observation.images.agentview", dtype, {n, n, 3}, image_names),
-      feature("observation.images.wrist", dtype, {n, n, 3}, image_names),
-      feature("observation.state", "float32", {kStateDim},
-              {"ee_x", "ee_y", "ee_z", "ee_ax", "ee_ay", "ee_az", "gripper_left", "gripper_right"}),
-      feature("action", "float32", {kActionDim}, {"dx", "dy", "dz", "drx", "dry", "drz", "gripper"}),
-  };
+  std::vector<data::Feature> features = dataset_features(n, dtype);
   data::WriterOptions wo;
   wo.video.fps_num = int(kControlHz);
-  data::DatasetWriter writer = data::DatasetWriter::create(opt.output_dir, kControlHz, features, "ember_arm7", wo);
+  data::DatasetWriter writer = data::DatasetWriter::create(opt.output_dir, kControlHz, features, kRobotType, wo);
 
   auto scene = Scene::load();
   VectorEnvConfig vc;
@@ -131,13 +108,7 @@ CollectResult collect(const CollectOptions& opt) {
     --in_flight[i];
     if (success && saved[i] < K) {
       for (size_t k = 0; k < rec[env].obs.size(); ++k) {
-        const Observation& o = rec[env].obs[k];
-        data::Frame f;
-        f.images["observation.images.agentview"] = image(o.agentview, n);
-        f.images["observation.images.wrist"] = image(o.wrist, n);
-        f.values["observation.state"] = std::vector<double>(o.state.begin(), o.state.end());
-        f.values["action"] = std::vector<double>(rec[env].actions[k].begin(), rec[env].actions[k].end());
-        writer.add_frame(f);
+        writer.add_frame(observation_frame(rec[env].obs[k], rec[env].actions[k]));
       }
       writer.save_episode(e.task->instruction);
       ++saved[i];
@@ -155,6 +126,9 @@ CollectResult collect(const CollectOptions& opt) {
                    saved[i], K, attempts[i]);
     }
   result.episodes = writer.num_episodes();
+  if (result.episodes == 0)
+    fail(ErrorKind::kInternal, "ember sim collect: no expert episode succeeded (" + std::to_string(result.attempts) +
+                                   " attempts); nothing written");
   writer.finalize();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -57,6 +57,13 @@ void AdamW::load_state(const std::map<std::string, at::Tensor>& tensors, const s
   model::load_into(named, tensors, what);
 }
 
+int64_t AdamW::local_state_bytes() const {
+  int64_t n = 0;
+  for (size_t i = 0; i < params_.size(); ++i)
+    n += exp_avg_[i].nbytes() + exp_avg_sq_[i].nbytes() + steps_[i].nbytes();
+  return n;
+}
+
 double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;

@@ -17,21 +17,36 @@ struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.01;
 };
 
-class AdamW {
+// What the trainer needs of an optimizer: the replicated AdamW below, or its ZeRO-1 variant
+// (zero_adamw.h) whose state() is collective.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual void step(double lr) = 0;
+  virtual void zero_grad() = 0;
+  // The full state by name (every parameter's, on every rank).
+  virtual model::NamedTensors state() const = 0;
+  virtual void load_state(const std::map<std::string, at::Tensor>& tensors, const std::string& what) = 0;
+  // Bytes of optimizer state this process holds.
+  virtual int64_t local_state_bytes() const = 0;
+};
+
+class AdamW final : public Optimizer {
  public:
   // params: the trainable parameters with their names (kept by reference, updated in place).
   AdamW(model::NamedTensors params, AdamWOptions options);
 
   // One update at learning rate lr with the gradients in p.grad(); parameters without a
   // gradient are skipped.
-  void step(double lr);
+  void step(double lr) override;
   // Sets every gradient to undefined.
-  void zero_grad();
+  void zero_grad() override;
 
   // State as named tensors: "<param>.exp_avg", "<param>.exp_avg_sq", "<param>.step".
-  model::NamedTensors state() const;
+  model::NamedTensors state() const override;
   // Restores state(); throws Error kInvalidArgument naming `what` and the tensor on mismatch.
-  void load_state(const std::map<std::string, at::Tensor>& tensors, const std::string& what);
+  void load_state(const std::map<std::string, at::Tensor>& tensors, const std::string& what) override;
+  int64_t local_state_bytes() const override;
 
   const model::NamedTensors& params() const { return params_; }
 

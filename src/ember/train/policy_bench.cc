@@ -15,6 +15,7 @@
 #include "ember/model/pi05.h"
 #include "ember/train/optimizer.h"
 #include "ember/train/peak_flops.h"
+#include "ember/train/cuda_setup.h"
 
 namespace ember::train {
 
@@ -79,6 +80,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
   at::Device device = pick(o.device);
   const bool bf16 = o.bf16 && device.is_cuda();
+  if (device.is_cuda()) configure_cuda_allocator();
   if (!device.is_cuda()) at::set_num_threads(std::max(1, int(std::thread::hardware_concurrency())));
   const double peak = measure_peak_flops(device, bf16);
 
@@ -100,6 +102,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     AdamW opt(params, {});
     if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
     double timed_s = 0, real_flops = 0, layout_flops = 0, last_loss = 0;
+    double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
     int64_t real_tokens = 0, samples = 0;
     for (size_t i = 0; i < batches.size(); ++i) {
       std::vector<const model::PolicySample*> ptrs;
@@ -112,14 +115,26 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       opt.zero_grad();
       at::autocast::set_autocast_enabled(at::kCUDA, bf16);
       if (bf16) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto mark = [&](double& acc, std::chrono::steady_clock::time_point& since) {
+        if (!o.phases) return;
+        sync(device);
+        auto now = std::chrono::steady_clock::now();
+        if (int(i) >= o.warmup) acc += std::chrono::duration<double>(now - since).count();
+        since = now;
+      };
+      auto since = t0;
+      mark(phase_copy, since);
       auto out = policy->loss(in);
+      mark(phase_forward, since);
       out.loss.backward();
+      mark(phase_backward, since);
       at::autocast::set_autocast_enabled(at::kCUDA, false);
       if (bf16) at::autocast::clear_cache();
       clip_grad_norm(plist, 1.0);
       opt.step(1e-5);
       last_loss = out.loss.item<double>();
       sync(device);
+      mark(phase_optimizer, since);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (int(i) < o.warmup) continue;
       timed_s += s;
@@ -151,6 +166,10 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (device.is_cuda())
       j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
     j["final_loss"] = last_loss;
+    if (o.phases) {
+      j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
+                      {"backward", phase_backward / o.steps}, {"optimizer", phase_optimizer / o.steps}};
+    }
     lines.push_back(j.dump());
     std::printf("%s\n", lines.back().c_str());
     std::fflush(stdout);

@@ -24,6 +24,7 @@ struct PolicyBenchOptions {
   int warmup = 3, steps = 10;
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA
+  bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
 };
 
 // Prints one JSON line per backend and a comparison line (measured speed ratio next to the

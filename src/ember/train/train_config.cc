@@ -45,6 +45,7 @@ void visit_fields(Config& c, V&& v) {
   v("scheduler.decay_steps", c.scheduler.decay_steps, Choices{});
   v("scheduler.min_lr_ratio", c.scheduler.min_lr_ratio, Choices{});
   v("dist.zero", c.dist.zero, Choices{});
+  v("dist.timeout_s", c.dist.timeout_s, Choices{});
   v("output_dir", c.output_dir, Choices{});
   v("steps", c.steps, Choices{});
   v("batch_size", c.batch_size, Choices{});
@@ -415,6 +416,7 @@ void validate(const TrainConfig& c) {
     for (int64_t e : *c.dataset.episodes) require(e >= 0, "dataset.episodes", e, "non-negative episode indices");
   }
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
+  require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
 }
 
 }  // namespace ember::train

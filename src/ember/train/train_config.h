@@ -63,6 +63,7 @@ struct SchedulerConfig {              // cosine_decay_with_warmup (see schedule.
 
 struct DistConfig {
   int64_t zero = 0;                   // 0: replicated optimizer; 1: optimizer state sharded (ZeRO-1)
+  double timeout_s = 600;             // a collective or the rendezvous waiting longer fails the run
 };
 
 struct TrainConfig {

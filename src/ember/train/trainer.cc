@@ -18,9 +18,11 @@
 #include "ember/core/file.h"
 #include "ember/model/flops.h"
 #include "ember/train/checkpoint_dir.h"
+#include "ember/train/cuda_setup.h"
 #include "ember/train/loader.h"
 #include "ember/train/metrics.h"
 #include "ember/train/optimizer.h"
+#include "ember/train/zero_adamw.h"
 #include "ember/train/peak_flops.h"
 #include "ember/train/policy_checkpoint.h"
 #include "ember/train/schedule.h"
@@ -132,6 +134,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
 
   at::Device device = resolve_device(config.device);
   if (device.is_cuda() && hooks.collectives) device = at::Device(at::kCUDA, hooks.collectives->local_rank());
+  if (device.is_cuda()) configure_cuda_allocator();
   const bool bf16 = config.policy.dtype == "bf16" && device.is_cuda();
   if (!device.is_cuda()) {
     // the tiny preset's operations are too small to split: extra threads only spin; larger
@@ -175,7 +178,9 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   policy->train();
   model::NamedTensors params;
   for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value());
-  AdamW optimizer(params, {config.optimizer.betas[0], config.optimizer.betas[1], config.optimizer.eps, config.optimizer.weight_decay});
+  auto optimizer_owner = make_optimizer(params, {config.optimizer.betas[0], config.optimizer.betas[1], config.optimizer.eps, config.optimizer.weight_decay},
+                                        config.dist.zero, hooks.collectives);
+  Optimizer& optimizer = *optimizer_owner;
   std::vector<at::Tensor> param_list;
   for (const auto& [n, p] : params) param_list.push_back(p);
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
@@ -204,6 +209,10 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     }
     say("resuming from " + resume_dir->string() + " at step " + std::to_string(step));
   }
+  // every rank starts from rank 0's weights (as DDP does), whatever its own seeding did
+  if (hooks.collectives) hooks.collectives->broadcast(param_list, 0);
+  // the other ranks draw their own flow-matching noise (rank 0 keeps the seeded or restored stream)
+  if (rank > 0) at::manual_seed(uint64_t(config.seed) * 1000003u + uint64_t(rank) * 7919u + uint64_t(step));
 
   if (main_rank) {
     fs::create_directories(out_dir);
@@ -215,6 +224,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       " (" + std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
       (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32") : std::string("cpu fp32")) +
       ", " + std::to_string(world) + " rank(s)");
+  if (config.dist.zero && world > 1) say(optimizer_memory_line(optimizer, params, world));
 
   LoaderOptions lo;
   lo.batch_size = config.batch_size;
@@ -241,6 +251,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     state["world_size"] = world;
     state["rng"]["cpu"] = hex(generator_state(at::detail::getDefaultCPUGenerator()));
     if (device.is_cuda()) state["rng"]["cuda"] = hex(generator_state(at::globalContext().defaultGenerator(device)));
+    auto optimizer_state = optimizer.state();  // collective under ZeRO-1: every rank gathers
     if (!main_rank) return std::string();
     PolicyBundle bundle;
     bundle.shape = shape;
@@ -249,7 +260,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
     auto dir = writer.save(at_step, [&](const fs::path& tmp) {
       write_policy_files(tmp, bundle);
-      model::save_tensors((tmp / "optimizer.safetensors").string(), optimizer.state());
+      model::save_tensors((tmp / "optimizer.safetensors").string(), optimizer_state);
       write_json_file(tmp / "trainer_state.json", state);
       save_train_config(config, tmp / "train_config.json");
     });

@@ -1,0 +1,272 @@
+#include "ember/dist/process_group.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+#include "ember/core/error.h"
+#include "ember/dist/gloo_backend.h"
+
+#ifdef USE_C10D_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace ember::dist {
+
+namespace {
+
+std::string first_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+class C10dCollectives final : public train::Collectives {
+ public:
+  C10dCollectives(const DistEnv& env, c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Backend> backend,
+                  at::Device device, std::chrono::milliseconds timeout)
+      : env_(env), store_(std::move(store)), backend_(std::move(backend)), device_(device), timeout_(timeout) {}
+
+  int rank() const override { return env_.rank; }
+  int world_size() const override { return env_.world_size; }
+  int local_rank() const override { return env_.local_rank; }
+
+  void all_reduce_sum(std::vector<at::Tensor>& tensors) override {
+    guarded("all_reduce", [&] {
+      at::NoGradGuard no_grad;
+      struct InFlight {
+        std::vector<size_t> members;
+        at::Tensor flat;  // [sum of numel] one dtype, or the tensor itself when alone and contiguous
+        c10::intrusive_ptr<c10d::Work> work;
+      };
+      // every bucket is in flight before the first wait: flattening bucket k+1 overlaps the
+      // transfer of bucket k
+      std::vector<InFlight> flights;
+      for (auto& members : make_buckets(tensors, kBucketBytes)) {
+        InFlight f;
+        f.members = std::move(members);
+        if (f.members.size() == 1 && tensors[f.members[0]].is_contiguous()) {
+          f.flat = tensors[f.members[0]];
+        } else {
+          std::vector<at::Tensor> parts;
+          for (size_t i : f.members) parts.push_back(tensors[i].reshape({-1}));
+          f.flat = at::cat(parts);
+        }
+        std::vector<at::Tensor> one{f.flat};
+        f.work = backend_->allreduce(one);
+        flights.push_back(std::move(f));
+      }
+      for (auto& f : flights) {
+        f.work->wait();
+        if (f.flat.is_same(tensors[f.members[0]])) continue;
+        int64_t offset = 0;
+        for (size_t i : f.members) {
+          auto& t = tensors[i];
+          t.copy_(f.flat.narrow(0, offset, t.numel()).view(t.sizes()));
+          offset += t.numel();
+        }
+      }
+    });
+  }
+
+  double all_reduce_sum(double value) override {
+    double out = 0;
+    guarded("all_reduce", [&] {
+      std::vector<at::Tensor> one{at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(device_))};
+      backend_->allreduce(one)->wait();
+      out = one[0].item<double>();
+    });
+    return out;
+  }
+
+  void broadcast(std::vector<at::Tensor>& tensors, int root) override {
+    guarded("broadcast", [&] {
+      at::NoGradGuard no_grad;
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      std::vector<std::pair<std::vector<size_t>, at::Tensor>> flats;
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      for (auto& members : make_buckets(tensors, kBucketBytes)) {
+        std::vector<at::Tensor> parts;
+        for (size_t i : members) parts.push_back(tensors[i].reshape({-1}));
+        std::vector<at::Tensor> one{parts.size() == 1 && tensors[members[0]].is_contiguous() ? tensors[members[0]] : at::cat(parts)};
+        works.push_back(backend_->broadcast(one, o));
+        flats.emplace_back(std::move(members), one[0]);
+      }
+      for (size_t k = 0; k < works.size(); ++k) {
+        works[k]->wait();
+        auto& [members, flat] = flats[k];
+        if (flat.is_same(tensors[members[0]])) continue;
+        int64_t offset = 0;
+        for (size_t i : members) {
+          tensors[i].copy_(flat.narrow(0, offset, tensors[i].numel()).view(tensors[i].sizes()));
+          offset += tensors[i].numel();
+        }
+      }
+    });
+  }
+
+  void barrier() override {
+    // an all-reduce of one element: the same code path (and timeout) on Gloo and NCCL, and NCCL
+    // needs no guess of the device
+    guarded("barrier", [&] {
+      std::vector<at::Tensor> one{at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device_))};
+      backend_->allreduce(one)->wait();
+      if (device_.is_cuda()) one[0].item<float>();
+    });
+  }
+
+ private:
+  // Runs one collective; records this rank's progress first so that, when it fails, the
+  // message can name the ranks that never reached it.
+  void guarded(const char* op, const std::function<void()>& body) {
+    ++ops_;
+    try {
+      store_->set(progress_key(env_.rank), std::to_string(ops_));
+      body();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(ErrorKind::kIO, "rank " + std::to_string(env_.rank) + ": " + op + " #" + std::to_string(ops_) + " failed: " +
+                                      diagnose() + " (" + first_line(e.what()) + ")");
+    }
+  }
+
+  static std::string progress_key(int rank) { return "ember/progress/" + std::to_string(rank); }
+
+  // Which ranks are behind this one, from the store (rank 0 serves it).
+  std::string diagnose() {
+    std::vector<std::string> behind;
+    try {
+      store_->setTimeout(std::chrono::seconds(5));
+      for (int r = 0; r < env_.world_size; ++r) {
+        if (r == env_.rank) continue;
+        int64_t at = 0;
+        if (store_->check({progress_key(r)})) {
+          auto v = store_->get(progress_key(r));
+          at = std::stoll(std::string(v.begin(), v.end()));
+        }
+        if (at < ops_) behind.push_back("rank " + std::to_string(r) + " (at collective #" + std::to_string(at) + ")");
+      }
+    } catch (const std::exception&) {
+      return "rank 0 (which serves the rendezvous store at " + env_.master_addr + ":" + std::to_string(env_.master_port) +
+             ") is unreachable: it died or stalled";
+    }
+    if (behind.empty()) return "a peer closed its connection or timed out after " + std::to_string(timeout_.count() / 1000) + " s";
+    std::string s;
+    for (const auto& b : behind) s += (s.empty() ? "" : ", ") + b;
+    return s + (behind.size() == 1 ? " never reached it: it died or stalled" : " never reached it: they died or stalled");
+  }
+
+  DistEnv env_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  at::Device device_;
+  std::chrono::milliseconds timeout_;
+  int64_t ops_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::vector<size_t>> make_buckets(const std::vector<at::Tensor>& tensors, int64_t bytes) {
+  std::vector<std::vector<size_t>> buckets;
+  int64_t filled = 0;
+  at::ScalarType dtype = at::kFloat;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    int64_t n = tensors[i].numel() * int64_t(tensors[i].element_size());
+    bool fits = !buckets.empty() && tensors[i].scalar_type() == dtype && filled + n <= bytes;
+    if (!fits) {
+      buckets.emplace_back();
+      filled = 0;
+      dtype = tensors[i].scalar_type();
+    }
+    buckets.back().push_back(i);
+    filled += n;
+  }
+  return buckets;
+}
+
+std::string local_address_towards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) throw Error(ErrorKind::kIO, "MASTER_ADDR=" + host + ": cannot resolve: " + gai_strerror(rc));
+  std::string error = "no address";
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {0};
+    bool ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+    if (!ok) error = std::strerror(errno);
+    close(fd);
+    if (!ok) continue;
+    const void* addr = local.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                                                   : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (inet_ntop(local.ss_family, addr, text, sizeof(text))) {
+      freeaddrinfo(found);
+      return text;
+    }
+  }
+  freeaddrinfo(found);
+  throw Error(ErrorKind::kIO, "MASTER_ADDR=" + host + ": no route from this host: " + error);
+}
+
+std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
+                                                     std::chrono::milliseconds timeout) {
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = uint16_t(env.master_port);
+    o.isServer = env.rank == 0;
+    o.numWorkers = size_t(env.world_size);
+    o.waitWorkers = true;
+    o.timeout = timeout;
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kIO, "rank " + std::to_string(env.rank) + ": rendezvous at " + where + " (MASTER_ADDR:MASTER_PORT) failed within " +
+                                    std::to_string(timeout.count() / 1000) + " s: " + first_line(e.what()));
+  }
+  auto pg_store = c10::make_intrusive<c10d::PrefixStore>("ember/pg", store);
+  c10::intrusive_ptr<c10d::Backend> backend;
+  try {
+    if (device.is_cuda()) {
+#ifdef USE_C10D_NCCL
+      // a timed-out NCCL collective then throws from wait() instead of aborting the process
+      setenv("NCCL_NVLS_ENABLE", "0", 0);
+      setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+      c10::cuda::set_device(device.index());
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = timeout;
+      backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, env.rank, env.world_size, o);
+#else
+      throw Error(ErrorKind::kUnsupported, "this libtorch has no NCCL: distributed training on CUDA needs it");
+#endif
+    } else {
+      backend = make_gloo_backend(pg_store, env.rank, env.world_size, env.master_addr, env.master_port, timeout);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::kIO, "rank " + std::to_string(env.rank) + ": process group over " + where + " failed: " + first_line(e.what()));
+  }
+  return std::make_shared<C10dCollectives>(env, store, backend, device, timeout);
+}
+
+}  // namespace ember::dist
