@@ -210,19 +210,29 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
     for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value()), list.push_back(p.value());
     auto opt = train::make_optimizer(params, {0.9, 0.95, 1e-3, 0.01}, zero, c);
     data::LoaderPosition pos;
+    if (c) c->attach_gradients(list);  // buckets all-reduce during the backward pass
     for (int step = 0; step < steps; ++step) {
       opt->zero_grad();
+      if (c) c->arm_gradient_sync();
       fx.backward(policy, pos, global_batch, rank, world, c.get(), step, &pos);
       std::vector<at::Tensor> grads;
       for (auto& p : list) {
         if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
         grads.push_back(p.grad());
       }
-      if (c) c->all_reduce_sum(grads);
+      if (c) c->reduce_gradients(grads);
       if (step == 0)
         for (auto& [n, p] : params) per_rank[rank].grads[n] = p.grad().clone();
       train::clip_grad_norm(list, 1.0);
       opt->step(1e-3);
+    }
+    if (c) {
+      // the tiny policy's gradients fit one bucket, plus one for the parameters that get none
+      // (the last LM layer's query/output/MLP); from the second step on, the first starts from
+      // the hook of the last gradient to arrive, inside the backward pass
+      auto stats = grad_sync_stats(*c);
+      EXPECT_EQ(stats.syncs, steps);
+      EXPECT_EQ(stats.launched_in_backward, steps - 1);
     }
     for (auto& [n, p] : params) per_rank[rank].weights[n] = p.detach().clone();
     for (auto& [n, t] : opt->state()) per_rank[rank].state[n] = t.clone();

@@ -7,6 +7,9 @@
 #include "ember_version.h"
 #include "ember/core/error.h"
 #include "ember/io/video/video_decoder.h"
+#ifdef EMBER_HAVE_SIM
+#include "ember/train/sim_policy.h"
+#endif
 
 int main(int argc, char** argv) {
   // keep freed memory for reuse instead of returning it to the system after every batch:
@@ -19,6 +22,9 @@ int main(int argc, char** argv) {
                                         (ember::io::video_support_available() ? "FFmpeg" : "none (built without FFmpeg)"));
   app.require_subcommand(1);
   ember::cli::Action action;
+#ifdef EMBER_HAVE_SIM
+  ember::train::register_checkpoint_sim_policy();  // `ember eval --checkpoint DIR`
+#endif
   ember::cli::add_data_commands(app, action);
   ember::cli::add_bench_commands(app, action);
   ember::cli::add_demo_command(app, action);

@@ -36,7 +36,7 @@ int run_train(const std::vector<std::string>& args) {
     at::Device device = cuda ? at::Device(at::kCUDA, c10::DeviceIndex(env.local_rank)) : at::Device(at::kCPU);
     if (env.rank == 0) std::fprintf(stderr, "ember train: %s, %s\n", dist::describe(env).c_str(), cuda ? "NCCL" : "Gloo");
     auto timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
-    hooks.collectives = dist::make_collectives(env, device, timeout);
+    hooks.collectives = dist::make_collectives(env, device, timeout, int64_t(config.dist.bucket_mb * (1 << 20)));
     auto result = train::train(config, hooks);
     if (env.rank == 0)
       std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
@@ -44,7 +44,9 @@ int run_train(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     // a failed collective can leave c10d's threads waiting on peers: report and leave at once
     // rather than run destructors that might block
-    std::fprintf(stderr, "ember train: rank %d: %s\n", env.rank, e.what());
+    std::string what = e.what();
+    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(env.rank) + ": " + what;
+    std::fprintf(stderr, "ember train: %s\n", what.c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     std::_Exit(e.is_user_error() ? 2 : 70);

@@ -7,6 +7,8 @@
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -33,11 +35,45 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// The gradient buckets of attach_gradients() and the all-reduces in flight. Buckets hold the
+// parameters in reverse order (the order backward produces their gradients) and are launched
+// strictly in bucket order, so every rank issues the same collectives in the same order
+// whatever order its gradients arrive in.
+struct GradSync {
+  std::vector<at::Tensor> params;
+  std::vector<std::vector<size_t>> buckets;  // parameter indices
+  std::vector<size_t> bucket_of;             // per parameter
+  std::vector<size_t> missing;               // per bucket: gradients not yet accumulated
+  std::vector<at::Tensor> flats;             // per bucket, once launched
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  size_t launched = 0;  // buckets [0, launched) are in flight
+  bool armed = false;
+  // The first sync learns which parameters get gradients on some rank (the last LM layer's
+  // query/MLP weights get none in pi0.5: the action expert reads only its keys and values);
+  // the plan after it puts those last, in buckets sent after the backward pass, so that they
+  // never hold a complete bucket back.
+  std::vector<uint8_t> got_grad;  // per parameter, during the first armed backward
+  bool planned = false;
+  std::string error;    // a launch that failed inside the backward pass
+};
+
+class C10dCollectives;
+
+// Runs after a parameter's gradient is accumulated (on the backward pass's thread).
+struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
+  GradReadyHook(std::weak_ptr<GradSync> sync, size_t index, C10dCollectives* owner) : sync(std::move(sync)), index(index), owner(owner) {}
+  void operator()(const torch::autograd::Variable& tensor) override;
+  std::weak_ptr<GradSync> sync;
+  size_t index;
+  C10dCollectives* owner;
+};
+
 class C10dCollectives final : public train::Collectives {
  public:
   C10dCollectives(const DistEnv& env, c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Backend> backend,
-                  at::Device device, std::chrono::milliseconds timeout)
-      : env_(env), store_(std::move(store)), backend_(std::move(backend)), device_(device), timeout_(timeout) {}
+                  at::Device device, std::chrono::milliseconds timeout, int64_t bucket_bytes)
+      : env_(env), store_(std::move(store)), backend_(std::move(backend)), device_(device), timeout_(timeout),
+        bucket_bytes_(bucket_bytes) {}
 
   int rank() const override { return env_.rank; }
   int world_size() const override { return env_.world_size; }
@@ -54,7 +90,7 @@ class C10dCollectives final : public train::Collectives {
       // every bucket is in flight before the first wait: flattening bucket k+1 overlaps the
       // transfer of bucket k
       std::vector<InFlight> flights;
-      for (auto& members : make_buckets(tensors, kBucketBytes)) {
+      for (auto& members : make_buckets(tensors, bucket_bytes_)) {
         InFlight f;
         f.members = std::move(members);
         if (f.members.size() == 1 && tensors[f.members[0]].is_contiguous()) {
@@ -98,7 +134,7 @@ class C10dCollectives final : public train::Collectives {
       std::vector<std::pair<std::vector<size_t>, at::Tensor>> flats;
       c10d::BroadcastOptions o;
       o.rootRank = root;
-      for (auto& members : make_buckets(tensors, kBucketBytes)) {
+      for (auto& members : make_buckets(tensors, bucket_bytes_)) {
         std::vector<at::Tensor> parts;
         for (size_t i : members) parts.push_back(tensors[i].reshape({-1}));
         std::vector<at::Tensor> one{parts.size() == 1 && tensors[members[0]].is_contiguous() ? tensors[members[0]] : at::cat(parts)};
@@ -115,6 +151,74 @@ class C10dCollectives final : public train::Collectives {
           offset += tensors[i].numel();
         }
       }
+    });
+  }
+
+  void attach_gradients(const std::vector<at::Tensor>& params) override {
+    sync_ = std::make_shared<GradSync>();
+    sync_->params = params;
+    sync_->got_grad.assign(params.size(), 0);
+    std::vector<size_t> order(params.size());
+    for (size_t i = 0; i < params.size(); ++i) order[i] = params.size() - 1 - i;
+    plan(order, {});
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].requires_grad())
+        torch::autograd::impl::set_post_acc_grad_hooks(params[i], std::make_unique<GradReadyHook>(sync_, i, this));
+  }
+
+  void arm_gradient_sync() override {
+    if (!sync_) return;
+    auto& s = *sync_;
+    s.missing.clear();
+    for (const auto& b : s.buckets) s.missing.push_back(b.size());
+    s.flats.assign(s.buckets.size(), at::Tensor());
+    s.works.assign(s.buckets.size(), nullptr);
+    s.launched = 0;
+    s.error.clear();
+    s.armed = true;
+  }
+
+  // From the hook: one more gradient of bucket bucket_of[index] is final.
+  void gradient_ready(size_t index) {
+    auto& s = *sync_;
+    if (!s.armed || !s.error.empty()) return;
+    s.got_grad[index] = 1;
+    size_t b = s.bucket_of[index];
+    if (s.missing[b] > 0) --s.missing[b];
+    try {
+      while (s.launched < s.buckets.size() && s.missing[s.launched] == 0) {
+        launch(s.launched++);
+        ++stats_.launched_in_backward;
+      }
+    } catch (const std::exception& e) {
+      s.error = first_line(e.what());
+    }
+  }
+
+  void reduce_gradients(std::vector<at::Tensor>& grads) override {
+    if (!sync_ || grads.size() != sync_->params.size()) return all_reduce_sum(grads);
+    guarded("gradient all_reduce", [&] {
+      at::NoGradGuard no_grad;
+      auto& s = *sync_;
+      if (!s.armed) arm_gradient_sync();
+      s.armed = false;
+      if (!s.error.empty()) throw std::runtime_error(s.error);
+      // buckets whose gradients never all arrived (unused parameters: zeros) go now, in order
+      while (s.launched < s.buckets.size()) launch(s.launched++);
+      stats_.buckets += int64_t(s.buckets.size());
+      ++stats_.syncs;
+      for (size_t b = 0; b < s.buckets.size(); ++b) {
+        s.works[b]->wait();
+        if (s.flats[b].is_same(grads[s.buckets[b][0]])) continue;
+        int64_t offset = 0;
+        for (size_t i : s.buckets[b]) {
+          grads[i].copy_(s.flats[b].narrow(0, offset, grads[i].numel()).view(grads[i].sizes()));
+          offset += grads[i].numel();
+        }
+      }
+      s.flats.assign(s.buckets.size(), at::Tensor());
+      s.works.assign(s.buckets.size(), nullptr);
+      if (!s.planned) replan();
     });
   }
 
@@ -142,6 +246,55 @@ class C10dCollectives final : public train::Collectives {
       throw Error(ErrorKind::kIO, "rank " + std::to_string(env_.rank) + ": " + op + " #" + std::to_string(ops_) + " failed: " +
                                       diagnose() + " (" + first_line(e.what()) + ")");
     }
+  }
+
+  // Buckets of `first` (in that order), then of `last`.
+  void plan(const std::vector<size_t>& first, const std::vector<size_t>& last) {
+    auto& s = *sync_;
+    s.buckets.clear();
+    for (const auto* group : {&first, &last}) {
+      std::vector<at::Tensor> tensors;
+      for (size_t i : *group) tensors.push_back(s.params[i]);
+      for (auto members : make_buckets(tensors, bucket_bytes_)) {
+        for (auto& k : members) k = (*group)[k];
+        s.buckets.push_back(std::move(members));
+      }
+    }
+    s.bucket_of.assign(s.params.size(), 0);
+    for (size_t b = 0; b < s.buckets.size(); ++b)
+      for (size_t i : s.buckets[b]) s.bucket_of[i] = b;
+  }
+
+  // After the first sync: parameters that got a gradient on any rank, in the order they got it
+  // here (reverse parameter order), then the others. The same plan on every rank.
+  void replan() {
+    auto& s = *sync_;
+    auto flags = at::tensor(std::vector<float>(s.got_grad.begin(), s.got_grad.end())).to(device_);
+    std::vector<at::Tensor> one{flags};
+    backend_->allreduce(one)->wait();
+    auto used = one[0].cpu();
+    std::vector<size_t> first, last;
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      size_t i = s.params.size() - 1 - k;
+      (used[int64_t(i)].item<float>() > 0 ? first : last).push_back(i);
+    }
+    plan(first, last);
+    s.planned = true;
+  }
+
+  // Starts bucket b's all-reduce from its parameters' current gradients (undefined: zeros).
+  void launch(size_t b) {
+    auto& s = *sync_;
+    std::vector<at::Tensor> parts;
+    for (size_t i : s.buckets[b]) {
+      auto& p = s.params[i];
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      parts.push_back(p.grad().reshape({-1}));
+    }
+    const auto& first = s.params[s.buckets[b][0]].grad();
+    s.flats[b] = parts.size() == 1 && first.is_contiguous() ? first : at::cat(parts);
+    std::vector<at::Tensor> one{s.flats[b]};
+    s.works[b] = backend_->allreduce(one);
   }
 
   static std::string progress_key(int rank) { return "ember/progress/" + std::to_string(rank); }
@@ -175,10 +328,24 @@ class C10dCollectives final : public train::Collectives {
   c10::intrusive_ptr<c10d::Backend> backend_;
   at::Device device_;
   std::chrono::milliseconds timeout_;
+  int64_t bucket_bytes_;
   int64_t ops_ = 0;
+  std::shared_ptr<GradSync> sync_;  // set by attach_gradients
+
+ public:
+  GradSyncStats stats_;
 };
 
+void GradReadyHook::operator()(const torch::autograd::Variable&) {
+  if (auto alive = sync.lock()) owner->gradient_ready(index);
+}
+
 }  // namespace
+
+GradSyncStats grad_sync_stats(const train::Collectives& collectives) {
+  auto* c = dynamic_cast<const C10dCollectives*>(&collectives);
+  return c ? c->stats_ : GradSyncStats{};
+}
 
 std::vector<std::vector<size_t>> make_buckets(const std::vector<at::Tensor>& tensors, int64_t bytes) {
   std::vector<std::vector<size_t>> buckets;
@@ -228,7 +395,7 @@ std::string local_address_towards(const std::string& host, int port) {
 }
 
 std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
-                                                     std::chrono::milliseconds timeout) {
+                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes) {
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   c10::intrusive_ptr<c10d::Store> store;
   try {
@@ -266,7 +433,7 @@ std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const a
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kIO, "rank " + std::to_string(env.rank) + ": process group over " + where + " failed: " + first_line(e.what()));
   }
-  return std::make_shared<C10dCollectives>(env, store, backend, device, timeout);
+  return std::make_shared<C10dCollectives>(env, store, backend, device, timeout, std::max<int64_t>(1, bucket_bytes));
 }
 
 }  // namespace ember::dist

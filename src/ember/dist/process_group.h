@@ -1,8 +1,11 @@
 // The trainer's Collectives on PyTorch's c10d: rendezvous through a TCPStore (rank 0 serves it at
 // MASTER_ADDR:MASTER_PORT), NCCL on CUDA devices (one GPU per process), Gloo on CPUs.
 //
-// Gradients are summed in buckets (~25 MB: flattened, all-reduced asynchronously, copied back),
-// all buckets in flight at once. Every collective is bounded by the timeout: a rank that dies or
+// Gradients are summed in buckets (~25 MB: flattened, all-reduced asynchronously, copied back).
+// After attach_gradients(), a post-accumulate-grad hook on every parameter counts the gradients
+// of the step's last backward pass; a bucket's all-reduce starts as soon as it is complete (in
+// bucket order, parameters in reverse, as backward produces them), so communication overlaps
+// the rest of the backward pass; reduce_gradients() waits for all of them. Every collective is bounded by the timeout: a rank that dies or
 // stalls makes the others throw Error kInternal naming the rank(s) that fell behind (each rank
 // records its progress in the store at every barrier), never hang.
 #pragma once
@@ -29,7 +32,15 @@ inline constexpr int64_t kBucketBytes = 25 << 20;
 // timeout (naming MASTER_ADDR:MASTER_PORT), kUnsupported when this build lacks the backend.
 // The result is used from one thread at a time.
 std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
-                                                     std::chrono::milliseconds timeout);
+                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes = kBucketBytes);
+
+// How gradient syncs went (reduce_gradients after attach_gradients): buckets all-reduced, and
+// how many of them started inside the backward pass (overlapped) rather than after it.
+struct GradSyncStats {
+  int64_t syncs = 0, buckets = 0, launched_in_backward = 0;
+};
+// Zeros for collectives not made by make_collectives.
+GradSyncStats grad_sync_stats(const train::Collectives& collectives);
 
 // Groups tensors (same device, any dtypes) into buckets of at most `bytes` (a larger tensor is a
 // bucket of its own), each of one dtype, in order. Returns index lists into tensors.

@@ -46,6 +46,7 @@ void visit_fields(Config& c, V&& v) {
   v("scheduler.min_lr_ratio", c.scheduler.min_lr_ratio, Choices{});
   v("dist.zero", c.dist.zero, Choices{});
   v("dist.timeout_s", c.dist.timeout_s, Choices{});
+  v("dist.bucket_mb", c.dist.bucket_mb, Choices{});
   v("output_dir", c.output_dir, Choices{});
   v("steps", c.steps, Choices{});
   v("batch_size", c.batch_size, Choices{});
@@ -417,6 +418,7 @@ void validate(const TrainConfig& c) {
   }
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
   require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
+  require(c.dist.bucket_mb > 0, "dist.bucket_mb", c.dist.bucket_mb, "a positive number of MiB");
 }
 
 }  // namespace ember::train

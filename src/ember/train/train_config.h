@@ -64,6 +64,7 @@ struct SchedulerConfig {              // cosine_decay_with_warmup (see schedule.
 struct DistConfig {
   int64_t zero = 0;                   // 0: replicated optimizer; 1: optimizer state sharded (ZeRO-1)
   double timeout_s = 600;             // a collective or the rendezvous waiting longer fails the run
+  double bucket_mb = 25;              // gradient all-reduce bucket size (MiB); larger for many ranks
 };
 
 struct TrainConfig {

@@ -183,6 +183,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   Optimizer& optimizer = *optimizer_owner;
   std::vector<at::Tensor> param_list;
   for (const auto& [n, p] : params) param_list.push_back(p);
+  // gradient buckets all-reduce while the backward pass still runs (see Collectives)
+  if (hooks.collectives) hooks.collectives->attach_gradients(param_list);
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
 
@@ -280,7 +282,9 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     double global_count = hooks.collectives ? hooks.collectives->all_reduce_sum(batch.loss_count) : batch.loss_count;
     at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device));
     double flops = 0;
+    size_t micro_done = 0;
     for (const auto& micro_host : batch.micro) {
+      if (hooks.collectives && ++micro_done == batch.micro.size()) hooks.collectives->arm_gradient_sync();
       auto micro = micro_host.to(device);
       at::autocast::set_autocast_enabled(at::kCUDA, autocast);
       if (autocast) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
@@ -297,7 +301,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
         if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
         grads.push_back(p.grad());
       }
-      hooks.collectives->all_reduce_sum(grads);
+      hooks.collectives->reduce_gradients(grads);
       std::vector<at::Tensor> l{loss_sum};
       hooks.collectives->all_reduce_sum(l);
     }

@@ -33,6 +33,15 @@ class Collectives {
   virtual double all_reduce_sum(double value) = 0;
   // Copies root's tensors into every other rank's (same shapes and dtypes on every rank).
   virtual void broadcast(std::vector<at::Tensor>& tensors, int root) = 0;
+  // Gradient sync overlapped with the backward pass. attach_gradients(params) once: the
+  // implementation may hook each parameter's gradient accumulation. arm_gradient_sync() before
+  // a step's last backward: from then on a bucket's all-reduce may start as soon as all its
+  // gradients are accumulated. reduce_gradients(grads) after that backward (grads[i] is
+  // params[i].grad(), all defined) completes the sum over ranks. The defaults sum after the
+  // backward pass.
+  virtual void attach_gradients(const std::vector<at::Tensor>& params) { (void)params; }
+  virtual void arm_gradient_sync() {}
+  virtual void reduce_gradients(std::vector<at::Tensor>& grads) { all_reduce_sum(grads); }
   virtual void barrier() = 0;
 };
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Data-parallel scaling on one node: `ember train` on 1 GPU, then the same per-GPU batch on 2 GPUs
+# through `ember launch --nproc_per_node 2` (NCCL), optionally also with ZeRO-1. Reads each run's
+# metrics.jsonl (samples_per_s, the first log window skipped as warm-up) and prints one JSON line
+# per configuration plus the scaling efficiency = samples/s on 2 GPUs / (2 x samples/s on 1).
+#
+#   bench/dist_scaling.sh DATASET_ROOT [PRESET...]
+#
+# DATASET_ROOT: a LeRobot dataset (on nodes without FFmpeg: one with `image` cameras, e.g. from
+# `ember sim collect --camera_dtype image --image_size 224 ...`). PRESET: small, pi05 (default:
+# both). Environment:
+#   EMBER=build-gpu/bin/ember   the binary       OUT=/tmp/ember-out   logs, runs, results
+#   STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)    WORKERS=6 (loader threads per rank)
+#   ZERO=1    also run 2 GPUs with --dist.zero=1  EXTRA='...'          more `ember train` flags
+# Each run ends with a checkpoint (model + optimizer state: ~40 GB for pi05), written after the
+# last timed step.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+data="${1:?usage: bench/dist_scaling.sh DATASET_ROOT [PRESET...]}"
+shift
+presets=("$@")
+((${#presets[@]})) || presets=(small pi05)
+ember="${EMBER:-$root/build-gpu/bin/ember}"
+out="${OUT:-/tmp/ember-out}"
+steps="${STEPS:-60}" log_freq="${LOG_FREQ:-10}" batch="${BATCH:-16}" workers="${WORKERS:-6}"
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0
+gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
+commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
+# mean samples_per_s (and the last peak_mem_gb) over the log windows after the first
+summarize() {
+  python3 - "$1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+if len(rows) < 2:
+    sys.exit(f"{sys.argv[1]}: {len(rows)} log windows; need at least 2 (raise STEPS or lower LOG_FREQ)")
+rest = rows[1:]
+sps = sum(r["samples_per_s"] for r in rest) / len(rest)
+mem = max((r.get("peak_mem_gb", 0) for r in rest), default=0)
+step_s = sum(r.get("step_time_s", 0) for r in rest) / len(rest)
+print(f"{sps:.3f} {mem:.3f} {step_s:.5f}")
+PY
+}
+
+# run NAME NPROC [flags...]: one training run into $out/NAME
+run() {
+  local name=$1 nproc=$2
+  shift 2
+  rm -rf "${out:?}/$name"
+  local train=(train --dataset.root="$data" --output_dir="$out/$name" --policy.preset="$preset" --device=cuda
+               --steps="$steps" --log_freq="$log_freq" --save_freq=1000000 --batch_size="$batch" --num_workers="$workers"
+               "$@" ${EXTRA:-})
+  echo "== $name: $nproc GPU(s)" >&2
+  if ((nproc == 1)); then
+    "$ember" "${train[@]}" >"$out/$name.log" 2>&1 || { tail -20 "$out/$name.log"; return 1; }
+  else
+    "$ember" launch --nproc_per_node "$nproc" -- "$ember" "${train[@]}" >"$out/$name.log" 2>&1 ||
+      { tail -20 "$out/$name.log"; return 1; }
+  fi
+  grep -m1 "optimizer state per rank" "$out/$name.log" >&2 || true
+}
+
+for preset in "${presets[@]}"; do
+  run "${preset}_1gpu" 1
+  read -r sps1 mem1 st1 < <(summarize "$out/${preset}_1gpu/metrics.jsonl")
+  run "${preset}_2gpu" 2
+  read -r sps2 mem2 st2 < <(summarize "$out/${preset}_2gpu/metrics.jsonl")
+  configs=("2gpu $sps2 $mem2 $st2")
+  if [[ "${ZERO:-0}" == 1 ]]; then
+    run "${preset}_2gpu_zero1" 2 --dist.zero=1
+    read -r spsz memz stz < <(summarize "$out/${preset}_2gpu_zero1/metrics.jsonl")
+    configs+=("2gpu_zero1 $spsz $memz $stz")
+  fi
+  for c in "${configs[@]}"; do
+    read -r name sps mem st <<<"$c"
+    python3 - "$preset" "$name" "$sps1" "$mem1" "$st1" "$sps" "$mem" "$st" "$batch" "$steps" "$gpu" "$commit" <<'PY' | tee -a "$out/dist_scaling.jsonl"
+import json, sys
+preset, name, s1, m1, t1, s2, m2, t2, batch, steps, gpu, commit = sys.argv[1:]
+s1, m1, t1, s2, m2, t2 = map(float, (s1, m1, t1, s2, m2, t2))
+print(json.dumps({"bench": "dist_scaling", "device": gpu, "commit": commit, "preset": preset, "config": name,
+                  "per_gpu_batch": int(batch), "steps": int(steps),
+                  "samples_per_s_1gpu": round(s1, 2), "samples_per_s_2gpu": round(s2, 2),
+                  "scaling_efficiency": round(s2 / (2 * s1), 4),
+                  "step_time_s_1gpu": round(t1, 4), "step_time_s_2gpu": round(t2, 4),
+                  "peak_mem_gb_1gpu": m1, "peak_mem_gb_2gpu_rank0": m2}))
+PY
+  done
+done

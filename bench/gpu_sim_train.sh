@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On the H200 machine: collect expert demonstrations of the ember10 suite (EGL, 256x256 PNG
+# cameras: no FFmpeg there), train a policy on them for a bounded time, evaluate it closed loop.
+#   bash bench/gpu_sim_train.sh collect|train|eval
+# Work files in ${WORK:-/tmp/ember-sim}; logs and small results in ${OUT:-/tmp/ember-out}.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ember="$root/build-gpu/bin/ember"
+work="${WORK:-/tmp/ember-sim}"
+out="${OUT:-/tmp/ember-out}"
+mkdir -p "$work" "$out"
+case "${1:?collect|train|eval}" in
+  collect)
+    rm -rf "$work/data"
+    "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-60}" --output_dir "$work/data" \
+      --image_size "${IMAGE:-256}" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -15 | tee "$out/collect.log"
+    "$ember" data check "$work/data" 2>&1 | tail -3 | tee -a "$out/collect.log" ;;
+  train)
+    rm -rf "$work/train"
+    # stopped after TRAIN_SECONDS at the latest; checkpoints every SAVE steps keep the work
+    timeout "${TRAIN_SECONDS:-300}" "$ember" train --dataset.root="$work/data" --output_dir="$work/train" --device=cuda \
+      --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --steps="${STEPS:-3000}" --batch_size="${BATCH:-32}" \
+      --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 --log_freq=100 --save_freq="${SAVE:-500}" --num_workers=12 \
+      2>&1 | tail -40 | tee "$out/train.log" || echo "train stopped (status $?)" | tee -a "$out/train.log"
+    cp "$work/train/metrics.jsonl" "$out/train_metrics.jsonl" ;;
+  eval)
+    rm -rf "$work/eval"
+    "$ember" eval --checkpoint "$work/train" --suite ember10 --trials "${TRIALS:-50}" --n_envs 25 --replan_steps "${REPLAN:-5}" \
+      --image_size "${IMAGE:-256}" --renderer egl --device cuda --output_dir "$work/eval" 2>&1 | tail -20 | tee "$out/eval.log"
+    cp "$work/eval/eval.json" "$out/eval.json"
+    ls "$work/eval" | head -30 > "$out/eval_files.txt" ;;
+esac
