@@ -9,11 +9,12 @@
 # DATASET_ROOT: a LeRobot dataset (on nodes without FFmpeg: one with `image` cameras, e.g. from
 # `ember sim collect --camera_dtype image --image_size 224 ...`). PRESET: small, pi05 (default:
 # both). Environment:
-#   EMBER=build-gpu/bin/ember   the binary       OUT=/tmp/ember-out   logs, runs, results
-#   STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)    WORKERS=6 (loader threads per rank)
-#   ZERO=1    also run 2 GPUs with --dist.zero=1  EXTRA='...'          more `ember train` flags
+#   EMBER=build-gpu/bin/ember   the binary       OUT=/tmp/ember-out   logs, metrics, results
+#   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)
+#   WORKERS=6 (loader threads per rank)          ZERO=1    also run 2 GPUs with --dist.zero=1
+#   EXTRA='...'                 more `ember train` flags
 # Each run ends with a checkpoint (model + optimizer state: ~40 GB for pi05), written after the
-# last timed step.
+# last timed step into RUNS and deleted once its metrics are copied to OUT.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 data="${1:?usage: bench/dist_scaling.sh DATASET_ROOT [PRESET...]}"
@@ -22,8 +23,9 @@ presets=("$@")
 ((${#presets[@]})) || presets=(small pi05)
 ember="${EMBER:-$root/build-gpu/bin/ember}"
 out="${OUT:-/tmp/ember-out}"
+runs="${RUNS:-/tmp/ember-dist-runs}"
 steps="${STEPS:-60}" log_freq="${LOG_FREQ:-10}" batch="${BATCH:-16}" workers="${WORKERS:-6}"
-mkdir -p "$out"
+mkdir -p "$out" "$runs"
 export NCCL_NVLS_ENABLE=0
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
@@ -47,8 +49,8 @@ PY
 run() {
   local name=$1 nproc=$2
   shift 2
-  rm -rf "${out:?}/$name"
-  local train=(train --dataset.root="$data" --output_dir="$out/$name" --policy.preset="$preset" --device=cuda
+  rm -rf "${runs:?}/$name"
+  local train=(train --dataset.root="$data" --output_dir="$runs/$name" --policy.preset="$preset" --device=cuda
                --steps="$steps" --log_freq="$log_freq" --save_freq=1000000 --batch_size="$batch" --num_workers="$workers"
                "$@" ${EXTRA:-})
   echo "== $name: $nproc GPU(s)" >&2
@@ -59,17 +61,19 @@ run() {
       { tail -20 "$out/$name.log"; return 1; }
   fi
   grep -m1 "optimizer state per rank" "$out/$name.log" >&2 || true
+  cp "$runs/$name/metrics.jsonl" "$out/$name.metrics.jsonl"
+  rm -rf "${runs:?}/$name"
 }
 
 for preset in "${presets[@]}"; do
   run "${preset}_1gpu" 1
-  read -r sps1 mem1 st1 < <(summarize "$out/${preset}_1gpu/metrics.jsonl")
+  read -r sps1 mem1 st1 < <(summarize "$out/${preset}_1gpu.metrics.jsonl")
   run "${preset}_2gpu" 2
-  read -r sps2 mem2 st2 < <(summarize "$out/${preset}_2gpu/metrics.jsonl")
+  read -r sps2 mem2 st2 < <(summarize "$out/${preset}_2gpu.metrics.jsonl")
   configs=("2gpu $sps2 $mem2 $st2")
   if [[ "${ZERO:-0}" == 1 ]]; then
     run "${preset}_2gpu_zero1" 2 --dist.zero=1
-    read -r spsz memz stz < <(summarize "$out/${preset}_2gpu_zero1/metrics.jsonl")
+    read -r spsz memz stz < <(summarize "$out/${preset}_2gpu_zero1.metrics.jsonl")
     configs+=("2gpu_zero1 $spsz $memz $stz")
   fi
   for c in "${configs[@]}"; do

@@ -16,13 +16,13 @@ case "${1:?collect|train|eval}" in
       --image_size "${IMAGE:-256}" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -15 | tee "$out/collect.log"
     "$ember" data check "$work/data" 2>&1 | tail -3 | tee -a "$out/collect.log" ;;
   train)
-    rm -rf "$work/train"
+    rm -rf "$work/${RUN:-train}"
     # stopped after TRAIN_SECONDS at the latest; checkpoints every SAVE steps keep the work
-    timeout "${TRAIN_SECONDS:-300}" "$ember" train --dataset.root="$work/data" --output_dir="$work/train" --device=cuda \
+    timeout "${TRAIN_SECONDS:-300}" "$ember" train --dataset.root="$work/data" --output_dir="$work/${RUN:-train}" --device=cuda \
       --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --steps="${STEPS:-3000}" --batch_size="${BATCH:-32}" \
       --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 --log_freq=100 --save_freq="${SAVE:-500}" --num_workers=12 \
-      2>&1 | tail -40 | tee "$out/train.log" || echo "train stopped (status $?)" | tee -a "$out/train.log"
-    cp "$work/train/metrics.jsonl" "$out/train_metrics.jsonl" ;;
+      2>&1 | tail -40 | tee "$out/${RUN:-train}.log" || echo "train stopped (status $?)" | tee -a "$out/${RUN:-train}.log"
+    cp "$work/${RUN:-train}/metrics.jsonl" "$out/${RUN:-train}_metrics.jsonl" ;;
   eval)
     rm -rf "$work/eval"
     "$ember" eval --checkpoint "$work/train" --suite ember10 --trials "${TRIALS:-50}" --n_envs 25 --replan_steps "${REPLAN:-5}" \

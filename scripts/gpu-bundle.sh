@@ -18,6 +18,7 @@ packages=(
   # (the NVIDIA driver's EGL vendor library comes with the node's driver)
   libmujoco-dev libmujoco2.2.2 libccd2 liblodepng0 libqhull-r8.0 libtinyxml2-9
   libegl1 libgl1 libglvnd0 libglx0 libopengl0
+  libgloo-dev  # headers only, for libtorch's ProcessGroupGloo.hpp (CPU jobs of several ranks)
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

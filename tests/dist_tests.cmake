@@ -23,6 +23,12 @@ add_test(NAME dist_netns_two_hosts
                  ${CMAKE_CURRENT_SOURCE_DIR}/tools/netns_two_hosts.sh)
 set_tests_properties(dist_netns_two_hosts PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 60)
 
+# The tests below run ranks on CPUs through Gloo, which needs libgloo-dev's headers at build time.
+if(NOT EMBER_GLOO_INCLUDE_DIR)
+  message(WARNING "Gloo headers not found: the distributed training tests are not registered")
+  return()
+endif()
+
 # Data-parallel training on c10d (Gloo over loopback, ranks as threads): same gradients and
 # weights as one process (replicated and ZeRO-1), elastic resume 2 -> 1 and 1 -> 2, a dead rank
 # named within the timeout.
@@ -34,7 +40,7 @@ target_include_directories(dist_train_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 # fail naming rank 1 within the timeout.
 add_test(NAME dist_kill_rank COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tools/dist_kill_test.sh $<TARGET_FILE:ember>
                                      ${EMBER_TEST_DATA}/lerobot_v3_0)
-set_tests_properties(dist_kill_rank PROPERTIES LABELS cpu TIMEOUT 90)
+set_tests_properties(dist_kill_rank PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 90)
 
 # One `ember train` job over two "hosts" (network namespaces); skipped (77) where they cannot be made.
 add_test(NAME dist_netns_train

@@ -36,6 +36,10 @@ start_job() {
     kill -0 "$pid0" 2>/dev/null || break
     sleep 0.1
   done
+  if grep -q "built without video support" "$tmp/$name".*.log; then
+    echo "SKIP: ember was built without FFmpeg: the fixture's videos cannot be decoded"
+    exit 77
+  fi
   echo "FAIL: job $name did not start training"
   cat "$tmp/$name".*.log
   exit 1
@@ -56,7 +60,7 @@ expect_rank0_fails() {
   local line
   line="$(grep -m1 'ember train: rank 0:' "$tmp/$name.0.log")"
   echo "$name: rank 0 exited with status $status after ${took} s: $line"
-  if ((status == 0)) || ! grep -q "rank 1 (at collective #[0-9]*) never reached it" <<<"$line"; then
+  if ((status == 0)) || ! grep -qE "rank 1 (\(at collective #[0-9]+\) never reached it|stopped responding inside it)" <<<"$line"; then
     echo "FAIL: $name: expected a non-zero exit naming rank 1"
     cat "$tmp/$name.0.log"
     exit 1

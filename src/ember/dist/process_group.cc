@@ -12,11 +12,15 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "ember/core/error.h"
 #include "ember/dist/gloo_backend.h"
@@ -73,7 +77,27 @@ class C10dCollectives final : public train::Collectives {
   C10dCollectives(const DistEnv& env, c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Backend> backend,
                   at::Device device, std::chrono::milliseconds timeout, int64_t bucket_bytes)
       : env_(env), store_(std::move(store)), backend_(std::move(backend)), device_(device), timeout_(timeout),
-        bucket_bytes_(bucket_bytes) {}
+        bucket_bytes_(bucket_bytes) {
+    // a heartbeat on its own store connection: a rank that stops beating has died or stalled,
+    // which names it when a collective fails while every rank had reached it
+    heartbeat_store_ = store_->clone();
+    heartbeat_ = std::thread([this] { beat(); });
+  }
+
+  ~C10dCollectives() override {
+    {
+      std::lock_guard<std::mutex> lock(heartbeat_mu_);
+      stop_ = true;
+    }
+    heartbeat_cv_.notify_all();
+    heartbeat_.join();
+    // what destroy_process_group does: NCCL's communicators and watchdog end here rather than in
+    // static destructors at exit
+    try {
+      backend_->shutdown();
+    } catch (const std::exception&) {
+    }
+  }
 
   int rank() const override { return env_.rank; }
   int world_size() const override { return env_.world_size; }
@@ -298,6 +322,40 @@ class C10dCollectives final : public train::Collectives {
   }
 
   static std::string progress_key(int rank) { return "ember/progress/" + std::to_string(rank); }
+  static std::string heartbeat_key(int rank) { return "ember/heartbeat/" + std::to_string(rank); }
+  static constexpr std::chrono::milliseconds kBeat{500};
+
+  void beat() {
+    std::unique_lock<std::mutex> lock(heartbeat_mu_);
+    for (int64_t n = 1; !stop_; ++n) {
+      try {
+        heartbeat_store_->set(heartbeat_key(env_.rank), std::to_string(n));
+      } catch (const std::exception&) {
+        // the store (rank 0) is gone: the collectives will say so
+      }
+      heartbeat_cv_.wait_for(lock, kBeat, [&] { return stop_; });
+    }
+  }
+
+  // Ranks whose heartbeat does not move over a few beats.
+  std::vector<int> silent_ranks() {
+    auto read = [&] {
+      std::vector<std::string> v(env_.world_size);
+      for (int r = 0; r < env_.world_size; ++r)
+        if (r != env_.rank && store_->check({heartbeat_key(r)})) {
+          auto bytes = store_->get(heartbeat_key(r));
+          v[r].assign(bytes.begin(), bytes.end());
+        }
+      return v;
+    };
+    auto before = read();
+    std::this_thread::sleep_for(4 * kBeat);
+    auto after = read();
+    std::vector<int> silent;
+    for (int r = 0; r < env_.world_size; ++r)
+      if (r != env_.rank && before[r] == after[r]) silent.push_back(r);
+    return silent;
+  }
 
   // Which ranks are behind this one, from the store (rank 0 serves it).
   std::string diagnose() {
@@ -317,7 +375,17 @@ class C10dCollectives final : public train::Collectives {
       return "rank 0 (which serves the rendezvous store at " + env_.master_addr + ":" + std::to_string(env_.master_port) +
              ") is unreachable: it died or stalled";
     }
-    if (behind.empty()) return "a peer closed its connection or timed out after " + std::to_string(timeout_.count() / 1000) + " s";
+    if (behind.empty()) {
+      std::vector<int> silent;
+      try {
+        silent = silent_ranks();
+      } catch (const std::exception&) {
+      }
+      std::string s;
+      for (int r : silent) s += (s.empty() ? "rank " : ", rank ") + std::to_string(r);
+      if (!s.empty()) return s + (silent.size() == 1 ? " stopped responding inside it: it died or stalled" : " stopped responding inside it: they died or stalled");
+      return "a peer closed its connection or timed out after " + std::to_string(timeout_.count() / 1000) + " s";
+    }
     std::string s;
     for (const auto& b : behind) s += (s.empty() ? "" : ", ") + b;
     return s + (behind.size() == 1 ? " never reached it: it died or stalled" : " never reached it: they died or stalled");
@@ -331,6 +399,11 @@ class C10dCollectives final : public train::Collectives {
   int64_t bucket_bytes_;
   int64_t ops_ = 0;
   std::shared_ptr<GradSync> sync_;  // set by attach_gradients
+  c10::intrusive_ptr<c10d::Store> heartbeat_store_;
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool stop_ = false;
+  std::thread heartbeat_;  // last: starts after the members it uses
 
  public:
   GradSyncStats stats_;
