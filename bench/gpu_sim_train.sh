@@ -20,7 +20,7 @@ case "${1:?collect|train|eval}" in
     # stopped after TRAIN_SECONDS at the latest; checkpoints every SAVE steps keep the work
     timeout "${TRAIN_SECONDS:-300}" "$ember" train --dataset.root="$work/data" --output_dir="$work/${RUN:-train}" --device=cuda \
       --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --steps="${STEPS:-3000}" --batch_size="${BATCH:-32}" \
-      --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 --log_freq=100 --save_freq="${SAVE:-500}" --num_workers=12 \
+      --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 --log_freq="${LOG:-100}" --save_freq="${SAVE:-500}" --num_workers=12 \
       2>&1 | tail -40 | tee "$out/${RUN:-train}.log" || echo "train stopped (status $?)" | tee -a "$out/${RUN:-train}.log"
     cp "$work/${RUN:-train}/metrics.jsonl" "$out/${RUN:-train}_metrics.jsonl" ;;
   eval)
