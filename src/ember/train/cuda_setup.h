@@ -9,3 +9,20 @@ namespace ember::train {
 void configure_cuda_allocator();
 
 }  // namespace ember::train
+
+namespace ember::train {
+
+// bf16 autocast on CUDA for the scope (matrix products and attention in bf16, float32 master
+// weights), then the autocast weight cache cleared; does nothing when `enable` is false.
+class Bf16Autocast {
+ public:
+  explicit Bf16Autocast(bool enable);
+  ~Bf16Autocast();
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+}  // namespace ember::train

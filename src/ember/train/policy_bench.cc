@@ -1,10 +1,10 @@
 #include "ember/train/policy_bench.h"
 
-#include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
 
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -113,8 +113,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       auto t0 = std::chrono::steady_clock::now();
       auto in = host.to(device);
       opt.zero_grad();
-      at::autocast::set_autocast_enabled(at::kCUDA, bf16);
-      if (bf16) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto autocast = std::make_unique<Bf16Autocast>(bf16);
       auto mark = [&](double& acc, std::chrono::steady_clock::time_point& since) {
         if (!o.phases) return;
         sync(device);
@@ -128,8 +127,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       mark(phase_forward, since);
       out.loss.backward();
       mark(phase_backward, since);
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      if (bf16) at::autocast::clear_cache();
+      autocast.reset();
       clip_grad_norm(plist, 1.0);
       opt.step(1e-5);
       last_loss = out.loss.item<double>();

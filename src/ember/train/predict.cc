@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "ember/core/error.h"
+#include "ember/train/cuda_setup.h"
 
 namespace ember::train {
 
@@ -20,6 +21,7 @@ Prediction predict_chunk(PolicyBundle& b, const std::string& root, int64_t index
   auto in = model::collate(one, b.shape, model::AttentionBackend::kVarlen).to(device);
   at::manual_seed(seed);
   at::NoGradGuard no_grad;
+  Bf16Autocast bf16(device.is_cuda());
   auto actions = b.policy->sample_actions(in);  // [1, H, A]
   Prediction p;
   p.task = item.task;

@@ -7,6 +7,7 @@
 
 #include "ember/core/error.h"
 #include "ember/sim/features.h"
+#include "ember/train/cuda_setup.h"
 
 namespace ember::train {
 
@@ -62,6 +63,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
   for (const auto& s : samples) ptrs.push_back(&s);
   auto batch = model::collate(ptrs, bundle_.shape, model::AttentionBackend::kVarlen).to(device_);
   at::NoGradGuard no_grad;
+  Bf16Autocast bf16(device_.is_cuda());  // FlashAttention's varlen kernel on GPUs
   auto actions = bundle_.policy->sample_actions(batch).cpu();  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
   for (int64_t i = 0; i < actions.size(0); ++i) {

@@ -1,6 +1,5 @@
 #include "ember/train/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
 
@@ -286,12 +285,12 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     for (const auto& micro_host : batch.micro) {
       if (hooks.collectives && ++micro_done == batch.micro.size()) hooks.collectives->arm_gradient_sync();
       auto micro = micro_host.to(device);
-      at::autocast::set_autocast_enabled(at::kCUDA, autocast);
-      if (autocast) at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-      auto out = policy->loss(micro);
-      (out.loss_sum / std::max(global_count, 1.0)).backward();
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      if (autocast) at::autocast::clear_cache();
+      model::LossOut out;
+      {
+        Bf16Autocast bf16_scope(autocast);
+        out = policy->loss(micro);
+        (out.loss_sum / std::max(global_count, 1.0)).backward();
+      }
       loss_sum = loss_sum + out.loss_sum.detach();
       flops += model::train_flops(model::real_work(micro_host, shape), shape);
     }
