@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# On the H200 machine: collect expert demonstrations of the ember10 suite (EGL, 256x256 PNG
+# On the H200 machine: collect expert demonstrations of the ember10 suite (EGL, PNG
 # cameras: no FFmpeg there), train a policy on them for a bounded time, evaluate it closed loop.
+# Defaults: 128 px, 20 episodes per task (collect ~130 s on the H200 host; 256 px x 60 episodes
+# did not finish in 8 min, most likely PNG encoding: not profiled).
 #   bash bench/gpu_sim_train.sh collect|train|eval
 # Work files in ${WORK:-/tmp/ember-sim}; logs and small results in ${OUT:-/tmp/ember-out}.
 set -euo pipefail
@@ -12,8 +14,8 @@ mkdir -p "$work" "$out"
 case "${1:?collect|train|eval}" in
   collect)
     rm -rf "$work/data"
-    "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-60}" --output_dir "$work/data" \
-      --image_size "${IMAGE:-256}" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -15 | tee "$out/collect.log"
+    "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-20}" --output_dir "$work/data" \
+      --image_size "${IMAGE:-128}" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -15 | tee "$out/collect.log"
     "$ember" data check "$work/data" 2>&1 | tail -3 | tee -a "$out/collect.log" ;;
   train)
     rm -rf "$work/${RUN:-train}"
@@ -26,7 +28,7 @@ case "${1:?collect|train|eval}" in
   eval)
     rm -rf "$work/eval"
     "$ember" eval --checkpoint "$work/train" --suite ember10 --trials "${TRIALS:-50}" --n_envs 25 --replan_steps "${REPLAN:-5}" \
-      --image_size "${IMAGE:-256}" --renderer egl --device cuda --output_dir "$work/eval" 2>&1 | tail -20 | tee "$out/eval.log"
+      --image_size "${IMAGE:-128}" --renderer egl --device cuda --output_dir "$work/eval" 2>&1 | tail -20 | tee "$out/eval.log"
     cp "$work/eval/eval.json" "$out/eval.json"
     ls "$work/eval" | head -30 > "$out/eval_files.txt" ;;
 esac
