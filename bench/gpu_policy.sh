@@ -2,7 +2,11 @@
 # On the H200 machine (device tool): builds ember against the node's libtorch and the carried
 # bundle (.deps), runs the policy's GPU test, then `ember bench policy` for the pi05 and small
 # presets on both streams. Logs and JSON lines go to ${OUT:-/tmp/ember-out}.
-#   bash bench/gpu_policy.sh [build|test|bench|all]
+#   bash bench/gpu_policy.sh [build|test|bench|train|all]
+# train: writes a LIBERO-shaped dataset (tests/tools/libero_like_tool: two 256x256 PNG cameras,
+# state 8, action 7, 40 tasks) and trains the pi05 preset on it for a few dozen steps, for the
+# trainer's samples/s, MFU and data-wait fraction (build with EMBER_TARGETS including
+# libero_like_tool).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-/tmp/ember-out}"
@@ -28,4 +32,14 @@ if [[ "$what" == bench || "$what" == all ]]; then
         --batch_size "${BATCH:-16}" --warmup "${WARMUP:-3}" --steps "${STEPS:-10}" 2>&1 | tee -a "$out/policy_bench.jsonl"
     done
   done
+fi
+if [[ "$what" == train ]]; then
+  data="${DATA:-/tmp/ember-libero-like}"
+  [[ -d "$data" ]] || "$build/bin/libero_like_tool" "$data" --episodes "${EPISODES:-200}" --frames 50 2>&1 | tail -1 | tee "$out/libero_like.log"
+  rm -rf /tmp/ember-train-pi05
+  "$build/bin/ember" train --dataset.root="$data" --output_dir=/tmp/ember-train-pi05 --device=cuda --policy.preset="${PRESET:-pi05}" \
+    --dataset.image_size=224 --steps="${STEPS:-40}" --log_freq=10 --save_freq=100000 --batch_size="${BATCH:-16}" \
+    --num_workers="${WORKERS:-14}" --optimizer.lr=2.5e-5 2>&1 | tail -8 | tee "$out/train_${PRESET:-pi05}.log"
+  cp /tmp/ember-train-pi05/metrics.jsonl "$out/train_${PRESET:-pi05}_metrics.jsonl"
+  rm -rf /tmp/ember-train-pi05/checkpoints  # tens of GB for pi05
 fi
