@@ -4,10 +4,14 @@
 
 namespace ember::model {
 
-TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width) : shape(s) {
-  q = register_module("q", Dense(s.width, s.heads * s.head_dim, false));
+TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool keys_only) : shape(s) {
   k = register_module("k", Dense(s.width, s.kv_heads * s.head_dim, false));
   v = register_module("v", Dense(s.width, s.kv_heads * s.head_dim, false));
+  if (keys_only) {
+    norm1 = register_module("norm1", RmsNorm(s.width));
+    return;
+  }
+  q = register_module("q", Dense(s.width, s.heads * s.head_dim, false));
   o = register_module("o", Dense(s.heads * s.head_dim, s.width, false));
   if (cond_width > 0) {
     ada1 = register_module("ada1", AdaNorm(s.width, cond_width));
@@ -27,7 +31,7 @@ Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s) : shape(s) {
   lm_layers = register_module("lm", torch::nn::ModuleList());
   expert_layers = register_module("expert", torch::nn::ModuleList());
   for (int l = 0; l < s.lm.layers; ++l) {
-    lm_layers->push_back(TowerLayer(s.lm, 0));
+    lm_layers->push_back(TowerLayer(s.lm, 0, /*keys_only=*/l + 1 == s.lm.layers));
     expert_layers->push_back(TowerLayer(s.expert, s.expert.width));
   }
   expert_final_norm = register_module("expert_final_norm", AdaNorm(s.expert.width, s.expert.width));

@@ -6,8 +6,8 @@
 //   suffix x_s [n, H, De]: q,k,v = expert_l(AdaNorm(x_s, time)), rotary by suffix positions
 //   attention (attention.h): prefix -> prefix; suffix -> [prefix ; suffix], per sample
 //   each stream: residual + o-projection, then a gated MLP (adaptive norm + gate in the expert)
-// The prefix's output after the last layer is never used, so that layer's prefix queries,
-// prefix attention, o-projection and MLP are skipped (only its keys and values feed the suffix).
+// The prefix's output after the last layer is never used, so that layer has no prefix queries,
+// prefix attention, o-projection or MLP at all (only its keys and values feed the suffix).
 //
 // Flow matching (pi0): x_t = t * noise + (1 - t) * actions, target u = noise - actions,
 // t ~ Beta(1.5, 1) * 0.999 + 0.001. Loss: mean squared error over the entries of action_mask.
@@ -26,7 +26,9 @@ namespace ember::model {
 // One tower's half of a joint layer (attention projections, norms, MLP).
 class TowerLayerImpl : public torch::nn::Module {
  public:
-  TowerLayerImpl(const TowerShape& shape, int64_t cond_width);  // cond_width 0: plain RMSNorm
+  // cond_width 0: plain RMSNorm. keys_only: only norm1, k and v (the language model's last
+  // layer, whose prefix output nothing reads).
+  TowerLayerImpl(const TowerShape& shape, int64_t cond_width, bool keys_only = false);
   TowerShape shape;
   Dense q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   RmsNorm norm1{nullptr}, norm2{nullptr};

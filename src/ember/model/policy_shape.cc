@@ -75,7 +75,8 @@ int64_t parameter_count(const PolicyShape& s) {
                 v.layers * (4 * dv + 3 * dv * dv + 3 * dv + dv * dv + dv + 2 * dv * v.mlp + v.mlp + dv) + 2 * dv;
   int64_t projector = dv * s.lm.width + s.lm.width;
   int64_t embed = int64_t(s.vocab) * s.lm.width;
-  int64_t lm = s.lm.layers * tower_layer_params(s.lm, false);
+  // the last language-model layer has only norm1, k and v (its prefix output is unused)
+  int64_t lm = (s.lm.layers - 1) * tower_layer_params(s.lm, false) + s.lm.width + 2 * int64_t(s.lm.width) * s.lm.kv_heads * s.lm.head_dim;
   int64_t we = s.expert.width;
   int64_t expert = s.expert.layers * tower_layer_params(s.expert, true) + (we * 3 * we + 3 * we);
   int64_t heads = (s.max_action_dim * we + we) + (we * s.max_action_dim + s.max_action_dim) + 2 * (we * we + we);
