@@ -25,18 +25,7 @@ struct Recorded {
 
 CollectResult collect(const CollectOptions& opt) {
   const Suite& suite = find_suite(opt.suite);
-  std::vector<const TaskSpec*> tasks;
-  if (opt.tasks.empty()) {
-    for (const auto& t : suite.tasks) tasks.push_back(&t);
-  } else {
-    for (const std::string& name : opt.tasks) {
-      const TaskSpec* found = nullptr;
-      for (const auto& t : suite.tasks)
-        if (t.name == name) found = &t;
-      if (!found) fail(ErrorKind::kInvalidArgument, "--task: '" + name + "' is not a task of suite " + suite.name);
-      tasks.push_back(found);
-    }
-  }
+  std::vector<const TaskSpec*> tasks = select_tasks(suite, opt.tasks);
   if (opt.episodes_per_task < 1 || opt.episodes_per_task > 100000)
     fail(ErrorKind::kInvalidArgument, "--episodes_per_task: must be in 1..100000");
   if (opt.renderer == RendererKind::kNone)

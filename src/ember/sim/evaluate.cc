@@ -99,18 +99,7 @@ std::string format_table(const EvalResult& r) {
 
 EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
   const Suite& suite = find_suite(opt.suite);
-  std::vector<const TaskSpec*> tasks;
-  if (opt.tasks.empty()) {
-    for (const auto& t : suite.tasks) tasks.push_back(&t);
-  } else {
-    for (const std::string& name : opt.tasks) {
-      const TaskSpec* found = nullptr;
-      for (const auto& t : suite.tasks)
-        if (t.name == name) found = &t;
-      if (!found) fail(ErrorKind::kInvalidArgument, "--task: '" + name + "' is not a task of suite " + suite.name);
-      tasks.push_back(found);
-    }
-  }
+  std::vector<const TaskSpec*> tasks = select_tasks(suite, opt.tasks);
   if (opt.trials < 1) fail(ErrorKind::kInvalidArgument, "--trials: must be >= 1");
   if (opt.replan_steps < 1) fail(ErrorKind::kInvalidArgument, "--replan_steps: must be >= 1");
   const bool write = !opt.output_dir.empty();

@@ -134,6 +134,22 @@ InitState sample(const TaskSpec& t, Rng& rng) {
 
 }  // namespace
 
+std::vector<const TaskSpec*> select_tasks(const Suite& suite, const std::vector<std::string>& names) {
+  std::vector<const TaskSpec*> tasks;
+  if (names.empty()) {
+    for (const auto& t : suite.tasks) tasks.push_back(&t);
+    return tasks;
+  }
+  for (const std::string& name : names) {
+    const TaskSpec* found = nullptr;
+    for (const auto& t : suite.tasks)
+      if (t.name == name) found = &t;
+    if (!found) fail(ErrorKind::kInvalidArgument, "--task: '" + name + "' is not a task of suite " + suite.name);
+    tasks.push_back(found);
+  }
+  return tasks;
+}
+
 const Suite& find_suite(const std::string& name) {
   for (const auto& s : suites())
     if (s.name == name) return s;

@@ -49,6 +49,9 @@ inline constexpr int kEvalInitStates = 50;
 // The suite of that name; throws Error kInvalidArgument "--suite: unknown suite ..." listing
 // the known ones.
 const Suite& find_suite(const std::string& name);
+// The suite's tasks named in `names` (in that order), or all of them when `names` is empty.
+// Throws kInvalidArgument naming --task for a name the suite lacks.
+std::vector<const TaskSpec*> select_tasks(const Suite& suite, const std::vector<std::string>& names);
 std::vector<std::string> suite_names();
 // A task of any suite by name; throws kInvalidArgument "--task: unknown task ..." listing them.
 const TaskSpec& find_task(const std::string& name);
