@@ -11,27 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "mem_file.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An in-memory file that catches a process's output.
-class MemFile {
- public:
-  MemFile() : fd_(::memfd_create("ember_launch_cli_test", MFD_CLOEXEC)) {}
-  ~MemFile() { ::close(fd_); }
-  int fd() const { return fd_; }
-  std::string read() const {
-    std::string s;
-    char buf[4096];
-    ssize_t n;
-    for (off_t off = 0; (n = ::pread(fd_, buf, sizeof buf, off)) > 0; off += n) s.append(buf, size_t(n));
-    return s;
-  }
-
- private:
-  int fd_;
-};
+using ember::test::MemFile;
 
 // Starts `ember ARGS...` with its stdout and stderr in the given files and PATH without ember.
 pid_t start_ember(const std::vector<std::string>& args, const MemFile& out, const MemFile& err) {

@@ -16,29 +16,14 @@
 
 #include "ember/core/error.h"
 #include "ember/dist/launcher.h"
+#include "mem_file.h"
 
 namespace ember::dist {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An in-memory file that the launcher writes its output into.
-class MemFile {
- public:
-  MemFile() : fd_(::memfd_create("ember_launch_test", MFD_CLOEXEC)) {}
-  ~MemFile() { ::close(fd_); }
-  int fd() const { return fd_; }
-  std::string read() const {
-    std::string s;
-    char buf[4096];
-    ssize_t n;
-    for (off_t off = 0; (n = ::pread(fd_, buf, sizeof buf, off)) > 0; off += n) s.append(buf, size_t(n));
-    return s;
-  }
-
- private:
-  int fd_;
-};
+using ember::test::MemFile;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
