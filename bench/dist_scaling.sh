@@ -13,8 +13,9 @@
 #   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)
 #   WORKERS=6 (loader threads per rank)          ZERO=1    also run 2 GPUs with --dist.zero=1
 #   EXTRA='...'                 more `ember train` flags
-# Each run ends with a checkpoint (model + optimizer state: ~40 GB for pi05), written after the
-# last timed step into RUNS and deleted once its metrics are copied to OUT.
+#   PHASE=all|1gpu|2gpu         1gpu: only the 1-GPU runs; 2gpu: only the 2-GPU runs, compared with
+#                               the 1-GPU metrics an earlier PHASE=1gpu left in the same OUT
+# Runs write no checkpoint (--save_checkpoint=false): pi05's would be ~40 GB per run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 data="${1:?usage: bench/dist_scaling.sh DATASET_ROOT [PRESET...]}"
@@ -41,7 +42,8 @@ rest = rows[1:]
 sps = sum(r["samples_per_s"] for r in rest) / len(rest)
 mem = max((r.get("peak_mem_gb", 0) for r in rest), default=0)
 step_s = sum(r.get("step_time_s", 0) for r in rest) / len(rest)
-print(f"{sps:.3f} {mem:.3f} {step_s:.5f}")
+wait = sum(r.get("data_wait_frac", 0) for r in rest) / len(rest)
+print(f"{sps:.3f} {mem:.3f} {step_s:.5f} {wait:.5f}")
 PY
 }
 
@@ -51,7 +53,7 @@ run() {
   shift 2
   rm -rf "${runs:?}/$name"
   local train=(train --dataset.root="$data" --output_dir="$runs/$name" --policy.preset="$preset" --device=cuda
-               --steps="$steps" --log_freq="$log_freq" --save_freq=1000000 --batch_size="$batch" --num_workers="$workers"
+               --steps="$steps" --log_freq="$log_freq" --save_checkpoint=false --batch_size="$batch" --num_workers="$workers"
                "$@" ${EXTRA:-})
   echo "== $name: $nproc GPU(s)" >&2
   if ((nproc == 1)); then
@@ -65,29 +67,32 @@ run() {
   rm -rf "${runs:?}/$name"
 }
 
+phase="${PHASE:-all}"
 for preset in "${presets[@]}"; do
-  run "${preset}_1gpu" 1
-  read -r sps1 mem1 st1 < <(summarize "$out/${preset}_1gpu.metrics.jsonl")
+  [[ "$phase" == 2gpu ]] || run "${preset}_1gpu" 1
+  [[ "$phase" == 1gpu ]] && continue
+  read -r sps1 mem1 st1 w1 < <(summarize "$out/${preset}_1gpu.metrics.jsonl")
   run "${preset}_2gpu" 2
-  read -r sps2 mem2 st2 < <(summarize "$out/${preset}_2gpu.metrics.jsonl")
-  configs=("2gpu $sps2 $mem2 $st2")
+  read -r sps2 mem2 st2 w2 < <(summarize "$out/${preset}_2gpu.metrics.jsonl")
+  configs=("2gpu $sps2 $mem2 $st2 $w2")
   if [[ "${ZERO:-0}" == 1 ]]; then
     run "${preset}_2gpu_zero1" 2 --dist.zero=1
-    read -r spsz memz stz < <(summarize "$out/${preset}_2gpu_zero1.metrics.jsonl")
-    configs+=("2gpu_zero1 $spsz $memz $stz")
+    read -r spsz memz stz wz < <(summarize "$out/${preset}_2gpu_zero1.metrics.jsonl")
+    configs+=("2gpu_zero1 $spsz $memz $stz $wz")
   fi
   for c in "${configs[@]}"; do
-    read -r name sps mem st <<<"$c"
-    python3 - "$preset" "$name" "$sps1" "$mem1" "$st1" "$sps" "$mem" "$st" "$batch" "$steps" "$gpu" "$commit" <<'PY' | tee -a "$out/dist_scaling.jsonl"
+    read -r name sps mem st w <<<"$c"
+    python3 - "$preset" "$name" "$sps1" "$mem1" "$st1" "$sps" "$mem" "$st" "$w1" "$w" "$batch" "$steps" "$gpu" "$commit" <<'PY' | tee -a "$out/dist_scaling.jsonl"
 import json, sys
-preset, name, s1, m1, t1, s2, m2, t2, batch, steps, gpu, commit = sys.argv[1:]
-s1, m1, t1, s2, m2, t2 = map(float, (s1, m1, t1, s2, m2, t2))
+preset, name, s1, m1, t1, s2, m2, t2, w1, w2, batch, steps, gpu, commit = sys.argv[1:]
+s1, m1, t1, s2, m2, t2, w1, w2 = map(float, (s1, m1, t1, s2, m2, t2, w1, w2))
 print(json.dumps({"bench": "dist_scaling", "device": gpu, "commit": commit, "preset": preset, "config": name,
                   "per_gpu_batch": int(batch), "steps": int(steps),
                   "samples_per_s_1gpu": round(s1, 2), "samples_per_s_2gpu": round(s2, 2),
                   "scaling_efficiency": round(s2 / (2 * s1), 4),
                   "step_time_s_1gpu": round(t1, 4), "step_time_s_2gpu": round(t2, 4),
-                  "peak_mem_gb_1gpu": m1, "peak_mem_gb_2gpu_rank0": m2}))
+                  "peak_mem_gb_1gpu": m1, "peak_mem_gb_2gpu_rank0": m2,
+                  "data_wait_frac_1gpu": w1, "data_wait_frac_2gpu": w2}))
 PY
   done
 done

@@ -35,11 +35,10 @@ if [[ "$what" == bench || "$what" == all ]]; then
 fi
 if [[ "$what" == train ]]; then
   data="${DATA:-/tmp/ember-libero-like}"
-  [[ -d "$data" ]] || "$build/bin/libero_like_tool" "$data" --episodes "${EPISODES:-200}" --frames 50 2>&1 | tail -1 | tee "$out/libero_like.log"
+  [[ -d "$data" ]] || "$build/bin/libero_like_tool" "$data" --episodes "${EPISODES:-400}" --frames 50 2>&1 | tail -1 | tee "$out/libero_like.log"
   rm -rf /tmp/ember-train-pi05
   "$build/bin/ember" train --dataset.root="$data" --output_dir=/tmp/ember-train-pi05 --device=cuda --policy.preset="${PRESET:-pi05}" \
-    --dataset.image_size=224 --steps="${STEPS:-40}" --log_freq=10 --save_freq=100000 --batch_size="${BATCH:-16}" \
+    --dataset.image_size=224 --steps="${STEPS:-60}" --log_freq=10 --save_checkpoint=false --batch_size="${BATCH:-16}" \
     --num_workers="${WORKERS:-14}" --optimizer.lr=2.5e-5 2>&1 | tail -8 | tee "$out/train_${PRESET:-pi05}.log"
   cp /tmp/ember-train-pi05/metrics.jsonl "$out/train_${PRESET:-pi05}_metrics.jsonl"
-  rm -rf /tmp/ember-train-pi05/checkpoints  # tens of GB for pi05
 fi

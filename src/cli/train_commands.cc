@@ -17,12 +17,18 @@ namespace ember::cli {
 
 namespace {
 
+void report(const train::TrainResult& result) {
+  if (result.last_checkpoint.empty())
+    std::printf("trained to step %lld; no checkpoint (--save_checkpoint=false)\n", (long long)result.steps_done);
+  else
+    std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+}
+
 int run_train(const std::vector<std::string>& args) {
   auto config = train::parse_train_flags(args);
   auto env = dist::detect_dist_env();
   if (!env.is_distributed()) {
-    auto result = train::train(config);
-    std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+    report(train::train(config));
     return 0;
   }
   // one rank of a job (ember launch, torchrun, srun, mpirun): one GPU per process
@@ -38,8 +44,7 @@ int run_train(const std::vector<std::string>& args) {
     auto timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
     hooks.collectives = dist::make_collectives(env, device, timeout, int64_t(config.dist.bucket_mb * (1 << 20)));
     auto result = train::train(config, hooks);
-    if (env.rank == 0)
-      std::printf("trained to step %lld; checkpoint %s\n", (long long)result.steps_done, result.last_checkpoint.c_str());
+    if (env.rank == 0) report(result);
     return 0;
   } catch (const Error& e) {
     // a failed collective can leave c10d's threads waiting on peers: report and leave at once

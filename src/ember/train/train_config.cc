@@ -55,6 +55,7 @@ void visit_fields(Config& c, V&& v) {
   v("save_freq", c.save_freq, Choices{});
   v("num_workers", c.num_workers, Choices{});
   v("resume", c.resume, Choices{});
+  v("save_checkpoint", c.save_checkpoint, Choices{});
   v("device", c.device, Choices{"auto", "cuda", "cpu"});
 }
 

@@ -81,6 +81,7 @@ struct TrainConfig {
   int64_t save_freq = 20000;          // a checkpoint every this many steps (and at the end)
   int64_t num_workers = 4;            // sample-building threads
   bool resume = false;                // continue from <output_dir>/checkpoints/latest
+  bool save_checkpoint = true;        // false: no checkpoints at all (benchmarks), as lerobot-train
   std::string device = "auto";        // auto | cuda | cpu; the caller resolves auto
 };
 

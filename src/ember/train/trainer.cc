@@ -339,7 +339,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
         metrics->tick(step);
       }
     }
-    if (step % config.save_freq == 0 || step == config.steps) result.last_checkpoint = save(step, batch.next);
+    if (config.save_checkpoint && (step % config.save_freq == 0 || step == config.steps))
+      result.last_checkpoint = save(step, batch.next);
     if (hooks.collectives) hooks.collectives->barrier();
     if (hooks.keep_going && !hooks.keep_going(step)) break;
   }
