@@ -13,6 +13,7 @@
 #include "ember/sim/evaluate.h"
 #include "ember/sim/expert.h"
 #include "ember/sim/render.h"
+#include "ember/sim/rollout.h"
 #include "ember/sim/vector_env.h"
 
 namespace ember::sim {
@@ -139,6 +140,41 @@ TEST(SimEvaluate, WritesEvalJsonAndVideos) {
   EXPECT_EQ(f.tasks[0].successes, 0);
   EXPECT_TRUE(fs::exists(o.output_dir + "/" + f.tasks[0].failure_video));
   EXPECT_THROW(evaluate(o, idle), Error);  // the output directory is not empty any more
+}
+
+// The cameras are rendered only for the observations a policy acts on (every replan_steps-th
+// step, and each episode's first) and for the envs a hook asks for.
+TEST(SimRollout, RendersOnlyWhatIsUsed) {
+  REQUIRE_OSMESA();
+  VectorEnvConfig c;
+  c.n_envs = 2;
+  c.threads = 2;
+  c.image_size = 32;
+  c.renderer = RendererKind::kOSMesa;
+  const TaskSpec& t = find_task("pick_red_into_tray");
+  VectorEnv venv(Scene::load(), {&t}, c);
+  int episodes = 0;
+  RolloutHooks hooks;
+  hooks.next_episode = [&]() -> std::optional<Episode> {
+    if (episodes == 2) return std::nullopt;
+    Episode e;
+    e.task = &t;
+    e.init = eval_init_states(t)[episodes];
+    e.id = episodes++;
+    return e;
+  };
+  std::vector<std::vector<int>> widths(2);  // per env: the observation's width at each step
+  hooks.on_step = [&](int env, const Episode&, int, const Observation& obs, const Action&) {
+    widths[env].push_back(obs.width);
+  };
+  hooks.wants_images = [](int env) { return env == 1; };  // env 1 "records"
+  IdlePolicy idle;
+  RolloutStats stats = run_rollouts(venv, idle, 3, hooks);
+  EXPECT_EQ(stats.env_steps, int64_t(widths[0].size() + widths[1].size()));
+  EXPECT_GT(stats.policy_calls, 0);
+  ASSERT_GT(widths[0].size(), 6u);
+  for (size_t k = 0; k < widths[0].size(); ++k) EXPECT_EQ(widths[0][k], k % 3 == 0 ? 32 : 0) << "step " << k;
+  for (size_t k = 0; k < widths[1].size(); ++k) EXPECT_EQ(widths[1][k], 32) << "step " << k;
 }
 
 }  // namespace

@@ -101,5 +101,17 @@ TEST(Train, RefusesToOverwriteOrResumeNothing) {
   EXPECT_THROW(train(bad, quiet()), Error);
 }
 
+TEST(Train, SaveCheckpointFalseWritesNone) {
+  test::TempDir dir;
+  auto c = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu", "--steps=3",
+                              "--batch_size=4", "--dataset.image_size=32", "--num_workers=1", "--save_freq=1",
+                              "--dataset.episodes=[0]", "--log_freq=1", "--save_checkpoint=false"});
+  auto r = train(c, quiet());
+  EXPECT_EQ(r.steps_done, 3);
+  EXPECT_TRUE(r.last_checkpoint.empty());
+  EXPECT_FALSE(find_latest_checkpoint(dir.path() + "/run"));
+  EXPECT_TRUE(fs::exists(dir.path() + "/run/metrics.jsonl"));
+}
+
 }  // namespace
 }  // namespace ember::train

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
 
 #ifdef EMBER_HAVE_SIM
 #include <chrono>
@@ -84,7 +85,8 @@ int run_eval(EvalArgs& a) {
   pa.seed = a.options.seed;
   std::unique_ptr<sim::Policy> policy = sim::make_policy(a.policy, pa);
   sim::EvalResult r = sim::evaluate(a.options, *policy);
-  std::printf("%lld env steps in %.1f s; results in %s/eval.json\n", (long long)r.env_steps, r.seconds,
+  std::printf("%lld env steps in %.1f s (policy %.1f s in %lld calls, environments %.1f s); results in %s/eval.json\n",
+              (long long)r.env_steps, r.seconds, r.policy_seconds, (long long)r.policy_calls, r.env_seconds,
               a.options.output_dir.c_str());
   return 0;
 }
@@ -144,7 +146,7 @@ int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> 
   std::vector<const sim::TaskSpec*> tasks;
   for (const auto& t : suite.tasks) tasks.push_back(&t);
   sim::RendererKind kind = sim::parse_renderer(renderer);
-  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  int cores = usable_cores();
   if (n_envs.empty()) n_envs = {1, cores};
   const std::string device = cpu_model();
   for (int n : n_envs) {

@@ -1,9 +1,20 @@
 #include "ember/core/thread_pool.h"
 
+#include <sched.h>
+
+#include <algorithm>
+
 namespace ember {
 
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = size_t(usable_cores());
   for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
 }
 

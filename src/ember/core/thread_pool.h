@@ -11,9 +11,13 @@
 
 namespace ember {
 
+// The cores this process may run on: its CPU affinity mask (taskset, cgroup cpusets, Slurm's
+// --cpus-per-task), which std::thread::hardware_concurrency() ignores. At least 1.
+int usable_cores();
+
 class ThreadPool {
  public:
-  // threads == 0: one per hardware thread.
+  // threads == 0: one per usable core.
   explicit ThreadPool(size_t threads = 0);
   // Finishes the queued tasks, then joins the workers.
   ~ThreadPool();

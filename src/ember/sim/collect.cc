@@ -87,6 +87,7 @@ CollectResult collect(const CollectOptions& opt) {
     }
     return std::nullopt;
   };
+  hooks.wants_images = [](int) { return true; };  // every frame is recorded
   hooks.on_step = [&](int env, const Episode&, int step, const Observation& obs, const Action& a) {
     if (step == 0) rec[env] = Recorded{};
     rec[env].obs.push_back(obs);

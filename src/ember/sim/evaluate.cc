@@ -27,6 +27,8 @@ void check_output_dir(const std::string& dir, const std::string& flag) {
 
 namespace {
 
+constexpr int kMaxRecordedPerTask = 6;
+
 // agentview | wrist, side by side: [n, 2n, 3]
 std::vector<uint8_t> side_by_side(const Observation& o) {
   const int n = o.width;
@@ -139,6 +141,7 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
   // recorded frames of the running episode per env, while its task still lacks a video
   std::vector<std::vector<std::vector<uint8_t>>> frames(opt.n_envs);
   std::vector<uint8_t> recording(opt.n_envs, 0);
+  std::vector<int> recorded(tasks.size(), 0);  // episodes recorded per task
 
   RolloutHooks hooks;
   hooks.next_episode = [&]() -> std::optional<Episode> {
@@ -155,12 +158,17 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
   };
   hooks.on_step = [&](int env, const Episode& e, int step, const Observation& obs, const Action&) {
     if (step == 0) {
-      const TaskResult& tr = result.tasks[index[e.task]];
-      recording[env] = want_video && (tr.success_video.empty() || tr.failure_video.empty());
+      const size_t ti = index[e.task];
+      const TaskResult& tr = result.tasks[ti];
+      // rendering every step costs: record a task's first few episodes only, until it has both
+      recording[env] = want_video && (tr.success_video.empty() || tr.failure_video.empty()) &&
+                       recorded[ti] < kMaxRecordedPerTask;
+      recorded[ti] += recording[env];
       frames[env].clear();
     }
     if (recording[env] && obs.width > 0) frames[env].push_back(side_by_side(obs));
   };
+  hooks.wants_images = [&](int env) { return recording[env] != 0; };
   hooks.on_end = [&](int env, const Episode& e, bool success, int steps, const Observation& final_obs) {
     size_t ti = index[e.task];
     TaskResult& tr = result.tasks[ti];
@@ -180,7 +188,11 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
     if (opt.progress && finished[ti] == tr.trials)
       std::fprintf(stderr, "[eval] %-26s %d/%d\n", tr.name.c_str(), tr.successes, tr.trials);
   };
-  result.env_steps = run_rollouts(venv, policy, opt.replan_steps, hooks);
+  RolloutStats stats = run_rollouts(venv, policy, opt.replan_steps, hooks);
+  result.env_steps = stats.env_steps;
+  result.policy_calls = stats.policy_calls;
+  result.policy_seconds = stats.policy_s;
+  result.env_seconds = stats.env_s;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   double sum = 0;
@@ -205,6 +217,9 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
     j["average_success"] = result.average_success;
     j["env_steps"] = result.env_steps;
     j["seconds"] = result.seconds;
+    j["policy_calls"] = result.policy_calls;
+    j["policy_seconds"] = result.policy_seconds;
+    j["env_seconds"] = result.env_seconds;
     for (const TaskResult& tr : result.tasks) {
       nlohmann::json t;
       t["name"] = tr.name;

@@ -2,9 +2,10 @@
 // from its fixed evaluation init states (trial k uses state k mod 50, episode seed from
 // (seed, task, k)), so that every evaluation of a suite sees the same states and a run is
 // reproducible for a seed, whatever n_envs. Prints a per-task success table, writes
-// <output_dir>/eval.json atomically and, per task, the first success and first failure as a
-// video (videos/<task>_success.mp4, _failure.mp4: agentview | wrist side by side) when ember
-// has FFmpeg, else as a PNG strip of every 4th frame.
+// <output_dir>/eval.json atomically and, per task, the first success and first failure among
+// its first kMaxRecordedPerTask episodes as a video (videos/<task>_success.mp4, _failure.mp4:
+// agentview | wrist side by side) when ember has FFmpeg, else as a PNG strip of every 4th
+// frame. (A recorded episode renders every step; the others only where the policy acts.)
 #pragma once
 
 #include <string>
@@ -46,6 +47,9 @@ struct EvalResult {
   double average_success = 0;      // mean over tasks of the success rates
   int64_t env_steps = 0;
   double seconds = 0;
+  int64_t policy_calls = 0;
+  double policy_seconds = 0;  // in the policy's act()
+  double env_seconds = 0;     // stepping the environments (physics, control, rendering)
 };
 
 // Throws kInvalidArgument naming the flag (--suite, --task, --trials, --n_envs, --output_dir,

@@ -1,5 +1,6 @@
 #include "ember/sim/rollout.h"
 
+#include <chrono>
 #include <deque>
 #include <string>
 
@@ -7,7 +8,7 @@
 
 namespace ember::sim {
 
-int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const RolloutHooks& hooks) {
+RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const RolloutHooks& hooks) {
   if (replan_steps < 1) fail(ErrorKind::kInvalidArgument, "--replan_steps: must be >= 1");
   const int n = venv.size();
   std::vector<Episode> episodes(n);
@@ -33,9 +34,15 @@ int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const Ro
     }
     return e;
   });
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  RolloutStats stats;
+  auto t_env = Clock::now();
   std::vector<Observation> obs = venv.reset(0);
-  int64_t total = 0;
+  stats.env_s += since(t_env);
   std::vector<Action> actions(n);
+  std::vector<uint8_t> render(n, 0);
+  const bool needs_images = policy.needs_images();
   for (;;) {
     // ask the policy for the envs whose chunk ran out
     std::vector<PolicyInput> inputs;
@@ -46,7 +53,10 @@ int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const Ro
     }
     if (!any) break;
     if (!inputs.empty()) {
+      auto t_policy = Clock::now();
       std::vector<ActionChunk> chunks = policy.act(inputs);
+      stats.policy_s += since(t_policy);
+      ++stats.policy_calls;
       if (chunks.size() != inputs.size())
         fail(ErrorKind::kInternal, policy.name() + ": act() returned " + std::to_string(chunks.size()) +
                                        " chunks for " + std::to_string(inputs.size()) + " inputs");
@@ -57,19 +67,24 @@ int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const Ro
       }
     }
     std::vector<uint64_t> before = started;
+    std::fill(render.begin(), render.end(), 0);
     for (int i = 0; i < n; ++i) {
       if (!venv.active(i)) continue;
       actions[i] = queued[i].front();
       queued[i].pop_front();
       if (hooks.on_step) hooks.on_step(i, episodes[i], steps[i], obs[i], actions[i]);
-      ++total;
+      ++stats.env_steps;
+      // cameras only where the policy acts next (its chunk ran out) or a recording wants them
+      render[i] = (queued[i].empty() && needs_images) || (hooks.wants_images && hooks.wants_images(i));
     }
-    StepResult r = venv.step(actions);
+    t_env = Clock::now();
+    StepResult r = venv.step(actions, &render);
+    stats.env_s += since(t_env);
     for (int i = 0; i < n; ++i)
       if (running[i] && started[i] == before[i]) ++steps[i];
     obs = std::move(r.observations);
   }
-  return total;
+  return stats;
 }
 
 }  // namespace ember::sim

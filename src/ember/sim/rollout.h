@@ -19,10 +19,24 @@ struct RolloutHooks {
   std::function<void(int env, const Episode& episode, int step, const Observation& obs, const Action& action)> on_step;
   // Env `env` finished `episode` (success or step limit) after `steps` steps.
   std::function<void(int env, const Episode& episode, bool success, int steps, const Observation& final_obs)> on_end;
+  // Whether env `env`'s next observation should carry camera images although the policy is
+  // not asked for actions on it (recording a video). Unset: only the observations the policy
+  // acts on are rendered (those that end an action chunk, and every episode's first), and
+  // none mid-episode for a policy that does not need images.
+  std::function<bool(int env)> wants_images;
+};
+
+// Where the time went: the policy (act(), on the calling thread) and the environments
+// (VectorEnv::step: physics, control and rendering on the worker threads).
+struct RolloutStats {
+  int64_t env_steps = 0;
+  int64_t policy_calls = 0;  // act() calls
+  double policy_s = 0;
+  double env_s = 0;
 };
 
 // Runs until the source is exhausted and every started episode has finished.
-// replan_steps >= 1. Returns the number of env steps taken.
-int64_t run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const RolloutHooks& hooks);
+// replan_steps >= 1.
+RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, const RolloutHooks& hooks);
 
 }  // namespace ember::sim

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
 
 namespace ember::sim {
 
@@ -16,7 +17,7 @@ VectorEnv::VectorEnv(std::shared_ptr<const Scene> scene, std::vector<const TaskS
          "--image_size: " + std::to_string(config_.image_size) + " is out of range (8..2048)");
   if (config_.threads < 0) fail(ErrorKind::kInvalidArgument, "--threads: must be >= 0");
   if (tasks_.empty()) fail(ErrorKind::kInvalidArgument, "VectorEnv: no tasks");
-  int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  int hw = usable_cores();
   int threads = config_.threads > 0 ? config_.threads : std::min(config_.n_envs, hw);
   threads = std::min(threads, config_.n_envs);
   config_.threads = threads;
@@ -152,9 +153,12 @@ std::vector<Observation> VectorEnv::reset(uint64_t seed) {
   return obs_;
 }
 
-StepResult VectorEnv::step(const std::vector<Action>& actions) {
+StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector<uint8_t>* render) {
   if (int(actions.size()) != size())
     fail(ErrorKind::kInvalidArgument, "VectorEnv::step: " + std::to_string(actions.size()) + " actions for " +
+                                          std::to_string(size()) + " envs");
+  if (render && int(render->size()) != size())
+    fail(ErrorKind::kInvalidArgument, "VectorEnv::step: " + std::to_string(render->size()) + " render flags for " +
                                           std::to_string(size()) + " envs");
   StepResult r;
   const int n = size();
@@ -170,7 +174,7 @@ StepResult VectorEnv::step(const std::vector<Action>& actions) {
     Env& e = *envs_[env];
     e.step(actions[env]);
     success[env] = e.success();
-    observe(env, rend, &obs_[env]);
+    observe(env, !render || (*render)[env] ? rend : nullptr, &obs_[env]);
   });
   // finished episodes: keep their final observation, start the next ones
   std::vector<int> restarting;

@@ -82,8 +82,11 @@ class VectorEnv {
   void set_episode_source(EpisodeSource source) { source_ = std::move(source); }
   // Starts an episode in every env; `seed` seeds the default source.
   std::vector<Observation> reset(uint64_t seed);
-  // One control step of every active env (actions[i] for env i; size() actions).
-  StepResult step(const std::vector<Action>& actions);
+  // One control step of every active env (actions[i] for env i; size() actions). With `render`
+  // (size() flags), env i's cameras are rendered after the step only where render[i] is set;
+  // the others' observations carry no images (width 0). The first observation of an episode
+  // that starts by auto-reset is always rendered.
+  StepResult step(const std::vector<Action>& actions, const std::vector<uint8_t>* render = nullptr);
 
   int size() const { return int(envs_.size()); }
   bool active(int env) const { return slots_[env].active; }
@@ -103,6 +106,7 @@ class VectorEnv {
   // Runs fn(env) for every env in `which` on its worker; rethrows the first error.
   void parallel(const std::vector<int>& which, const std::function<void(int env, CameraRenderer* r)>& fn);
   void worker_loop(int w);
+  // env's state into obs; the cameras too when r is given
   void observe(int env, CameraRenderer* r, Observation* obs);
   bool start_episode(int env);
 

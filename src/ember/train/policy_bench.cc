@@ -11,6 +11,7 @@
 #include <random>
 
 #include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
 #include "ember/model/flops.h"
 #include "ember/model/pi05.h"
 #include "ember/train/optimizer.h"
@@ -81,7 +82,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   at::Device device = pick(o.device);
   const bool bf16 = o.bf16 && device.is_cuda();
   if (device.is_cuda()) configure_cuda_allocator();
-  if (!device.is_cuda()) at::set_num_threads(std::max(1, int(std::thread::hardware_concurrency())));
+  if (!device.is_cuda()) at::set_num_threads(usable_cores());
   const double peak = measure_peak_flops(device, bf16);
 
   // the same samples for every backend: (warmup + steps) batches

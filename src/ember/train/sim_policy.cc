@@ -48,6 +48,8 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
 std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
   std::vector<model::PolicySample> samples;
   for (const auto& in : inputs) {
+    if (in.obs->width == 0)
+      throw Error(ErrorKind::kInternal, "CheckpointSimPolicy: env " + std::to_string(in.env) + " came without camera images");
     data::Item item;
     item.task = in.task->instruction;
     data::Value state;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
 #include "ember/core/file.h"
 #include "ember/model/flops.h"
 #include "ember/train/checkpoint_dir.h"
@@ -138,7 +139,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (!device.is_cuda()) {
     // the tiny preset's operations are too small to split: extra threads only spin; larger
     // presets get the cores the loader's workers leave
-    int cores = int(std::thread::hardware_concurrency());
+    int cores = usable_cores();
     at::set_num_threads(config.policy.preset == "tiny" ? 1 : std::max(1, cores - int(config.num_workers)));
   }
 
