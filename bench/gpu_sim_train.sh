@@ -3,7 +3,8 @@
 # cameras: no FFmpeg there), train a policy on them for a bounded time, evaluate it closed loop.
 # Defaults: 128 px, 20 episodes per task (collect ~130 s on the H200 host; 256 px x 60 episodes
 # did not finish in 8 min, most likely PNG encoding: not profiled).
-#   bash bench/gpu_sim_train.sh collect|train|eval
+#   bash bench/gpu_sim_train.sh bench|collect|train|eval
+# bench: `ember bench sim` with EGL on 1, 4 and 16 threads, each also with serialized rendering.
 # Work files in ${WORK:-/tmp/ember-sim}; logs and small results in ${OUT:-/tmp/ember-out}.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,7 +12,9 @@ ember="$root/build-gpu/bin/ember"
 work="${WORK:-/tmp/ember-sim}"
 out="${OUT:-/tmp/ember-out}"
 mkdir -p "$work" "$out"
-case "${1:?collect|train|eval}" in
+case "${1:?bench|collect|train|eval}" in
+  bench)
+    "$ember" bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 --seconds 3 2>&1 | tee "$out/bench_sim_egl.jsonl" ;;
   collect)
     rm -rf "$work/data"
     "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-20}" --output_dir "$work/data" \
@@ -27,7 +30,7 @@ case "${1:?collect|train|eval}" in
     cp "$work/${RUN:-train}/metrics.jsonl" "$out/${RUN:-train}_metrics.jsonl" ;;
   eval)
     rm -rf "$work/eval"
-    "$ember" eval --checkpoint "$work/train" --suite ember10 --trials "${TRIALS:-50}" --n_envs 25 --replan_steps "${REPLAN:-5}" \
+    "$ember" eval --checkpoint "$work/${RUN:-train}" --suite ember10 --trials "${TRIALS:-50}" --n_envs "${N_ENVS:-50}" --replan_steps "${REPLAN:-5}" \
       --image_size "${IMAGE:-128}" --renderer egl --device cuda --output_dir "$work/eval" 2>&1 | tail -20 | tee "$out/eval.log"
     cp "$work/eval/eval.json" "$out/eval.json"
     ls "$work/eval" | head -30 > "$out/eval_files.txt" ;;

@@ -113,11 +113,12 @@ std::string cpu_model() {
 
 // env steps/s of n envs on n threads with random actions (episodes auto-reset).
 double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector<const sim::TaskSpec*>& tasks, int n,
-               sim::RendererKind kind, int image_size, double seconds) {
+               sim::RendererKind kind, bool serial, int image_size, double seconds) {
   sim::VectorEnvConfig vc;
   vc.n_envs = n;
   vc.threads = n;
   vc.renderer = kind;
+  vc.serialize_rendering = serial;
   vc.image_size = image_size;
   sim::VectorEnv venv(scene, tasks, vc);
   venv.reset(1);
@@ -151,16 +152,19 @@ int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> 
   const std::string device = cpu_model();
   for (int n : n_envs) {
     if (n < 1) fail(ErrorKind::kInvalidArgument, "--n_envs: must be >= 1");
-    for (sim::RendererKind k : {sim::RendererKind::kNone, kind}) {
-      double sps = measure(scene, tasks, n, k, image_size, seconds);
+    // without rendering, rendering, and (several threads) rendering one thread at a time
+    std::vector<std::pair<sim::RendererKind, bool>> runs = {{sim::RendererKind::kNone, false}};
+    if (kind != sim::RendererKind::kNone) runs.push_back({kind, false});
+    if (kind != sim::RendererKind::kNone && n > 1) runs.push_back({kind, true});
+    for (auto [k, serial] : runs) {
+      double sps = measure(scene, tasks, n, k, serial, image_size, seconds);
       std::printf(
           "{\"bench\": \"sim\", \"commit\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"renderer\": \"%s\", "
-          "\"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, \"threads\": %d, \"substeps\": %d, "
-          "\"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, \"physics_steps_per_s\": %.0f}\n",
-          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(k), k == sim::RendererKind::kNone ? 0 : 2,
-          image_size, n, n, sim::kSubsteps, sps, sps / n, sps * sim::kSubsteps);
+          "\"serialized_rendering\": %s, \"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, \"threads\": %d, "
+          "\"substeps\": %d, \"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, \"physics_steps_per_s\": %.0f}\n",
+          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(k), serial ? "true" : "false",
+          k == sim::RendererKind::kNone ? 0 : 2, image_size, n, n, sim::kSubsteps, sps, sps / n, sps * sim::kSubsteps);
       std::fflush(stdout);
-      if (kind == sim::RendererKind::kNone) break;
     }
   }
   return 0;

@@ -100,6 +100,8 @@ void VectorEnv::observe(int env, CameraRenderer* r, Observation* obs) {
     obs->width = obs->height = n;
     obs->agentview.resize(size_t(n) * n * 3);
     obs->wrist.resize(size_t(n) * n * 3);
+    std::unique_lock<std::mutex> serial(render_mu_, std::defer_lock);
+    if (config_.serialize_rendering) serial.lock();
     r->render(envs_[env]->data(), scene_->agentview_camera, obs->agentview.data());
     r->render(envs_[env]->data(), scene_->wrist_camera, obs->wrist.data());
   } else {

@@ -47,6 +47,10 @@ struct VectorEnvConfig {
   int threads = 0;                 // worker threads; 0: min(n_envs, hardware threads)
   RendererKind renderer = RendererKind::kNone;
   int image_size = 128;            // square camera images
+  // Render on one worker at a time (each still in its own GL context). An experiment for
+  // EGL, whose throughput fell with more threads on the H200 host (bench/results); physics
+  // stays parallel.
+  bool serialize_rendering = false;
   ControllerConfig controller;
 };
 
@@ -123,6 +127,7 @@ class VectorEnv {
   std::vector<std::thread> threads_;
   std::vector<std::unique_ptr<CameraRenderer>> renderers_;  // one per worker, made on its thread
   std::mutex mu_;
+  std::mutex render_mu_;  // serialize_rendering
   std::condition_variable cv_, done_cv_;
   std::function<void(int worker)> job_;
   uint64_t generation_ = 0;
