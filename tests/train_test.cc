@@ -3,11 +3,13 @@
 // before any work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ember/core/error.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
+#include "ember/train/policy_data.h"
 #include "ember/train/predict.h"
 #include "ember/train/trainer.h"
 #include "test_util.h"
@@ -111,6 +113,32 @@ TEST(Train, SaveCheckpointFalseWritesNone) {
   EXPECT_TRUE(r.last_checkpoint.empty());
   EXPECT_FALSE(find_latest_checkpoint(dir.path() + "/run"));
   EXPECT_TRUE(fs::exists(dir.path() + "/run/metrics.jsonl"));
+}
+
+TEST(Train, ImageShiftMovesPixelsAndReplicatesEdges) {
+  auto image = at::arange(3 * 4 * 5, at::kFloat).view({3, 4, 5});
+  for (auto [dx, dy] : {std::pair{2, -1}, std::pair{-1, 3}, std::pair{0, 0}}) {
+    auto out = SampleBuilder::shifted(image, dx, dy);
+    ASSERT_EQ(out.sizes(), image.sizes());
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 5; ++x) {
+          int sy = std::clamp(y - dy, 0, 3), sx = std::clamp(x - dx, 0, 4);
+          EXPECT_EQ(out[c][y][x].item<float>(), image[c][sy][sx].item<float>()) << dx << "," << dy << " at " << y << "," << x;
+        }
+  }
+}
+
+TEST(Train, ImageTransformsTrainReproducibly) {
+  test::TempDir dir;
+  auto run = [&](const std::string& name, bool transforms) {
+    auto c = tiny_config(dir.path() + "/" + name, 4);
+    c.dataset.image_transforms_enable = transforms;
+    return train(c, quiet()).losses;
+  };
+  auto a = run("a", true), b = run("b", true), plain = run("c", false);
+  EXPECT_EQ(a, b);         // the same shifts for the same seed
+  EXPECT_NE(a, plain);     // and they change what the model sees
 }
 
 }  // namespace

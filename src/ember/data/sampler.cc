@@ -8,16 +8,16 @@
 #include "ember/core/error.h"
 
 namespace ember::data {
-namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-// splitmix64's output function.
 uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 class SplitMix64 {
  public:

@@ -38,6 +38,9 @@
 
 namespace ember::data {
 
+// splitmix64's output function (a 64-bit mixer), for deriving seeds.
+uint64_t mix64(uint64_t z);
+
 struct SamplerOptions {
   uint64_t seed = 0;
   bool shuffle = true;

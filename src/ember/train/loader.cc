@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "ember/data/packer.h"
+#include "ember/data/sampler.h"
 
 namespace ember::train {
 
@@ -26,8 +27,14 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
   auto share = sampler_.next_batch(position, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
   // build this rank's samples on the pool
   std::vector<std::future<model::PolicySample>> futures;
-  for (int64_t frame : share.frames)
-    futures.push_back(pool_.submit([this, frame] { return builder_.build(dataset_.get(frame)); }));
+  const uint64_t epoch_seed = data::mix64(data::mix64(options_.seed) + uint64_t(position.epoch));
+  for (int64_t frame : share.frames) {
+    futures.push_back(pool_.submit([this, frame, epoch_seed] {
+      if (options_.image_shift <= 0) return builder_.build(dataset_.get(frame));
+      SampleBuilder::RandomShift shift{options_.image_shift, data::mix64(epoch_seed + uint64_t(frame))};
+      return builder_.build(dataset_.get(frame), /*with_actions=*/true, &shift);
+    }));
+  }
   std::vector<model::PolicySample> samples;
   for (auto& f : futures) samples.push_back(f.get());
 

@@ -28,6 +28,9 @@ struct LoaderOptions {
   int64_t token_budget = 0;  // > 0: micro-batches of at most this many tokens (prefix + suffix)
   model::AttentionBackend backend = model::AttentionBackend::kVarlen;
   bool pin_memory = false;
+  // > 0: random image shifts (SampleBuilder::RandomShift) seeded by (seed, epoch, frame)
+  double image_shift = 0;
+  uint64_t seed = 0;
 };
 
 struct TrainBatch {

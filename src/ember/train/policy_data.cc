@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
+
 #include "ember/core/error.h"
+#include "ember/data/sampler.h"
 #include "ember/model/prompt.h"
 
 namespace ember::train {
@@ -118,12 +121,29 @@ std::vector<float> SampleBuilder::normalized_state(const data::Item& item) const
   return state;
 }
 
-model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actions) const {
+at::Tensor SampleBuilder::shifted(const at::Tensor& image, int dx, int dy) {
+  if (dx == 0 && dy == 0) return image;
+  const int64_t h = image.size(1), w = image.size(2);
+  const int64_t px = std::abs(dx), py = std::abs(dy);
+  // pad by |d| on every side with the edge pixels, then crop the window moved by (dx, dy)
+  auto padded = at::replication_pad2d(image.unsqueeze(0), {px, px, py, py}).squeeze(0);
+  return padded.narrow(1, py - dy, h).narrow(2, px - dx, w).contiguous();
+}
+
+model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actions, const RandomShift* shift) const {
   model::PolicySample s;
+  uint64_t draw = shift ? shift->seed : 0;
   for (size_t c = 0; c < spec_.cameras.size(); ++c) {
     auto it = item.images.find(spec_.cameras[c]);
     if (it == item.images.end() || it->second.empty()) continue;  // an absent camera costs nothing
-    s.images.push_back(image_tensor(it->second.front()));
+    at::Tensor image = image_tensor(it->second.front());
+    if (shift && shift->max_fraction > 0) {
+      const int m = int(shift->max_fraction * double(image.size(2)));
+      auto offset = [&] { return m ? int(data::mix64(++draw) % uint64_t(2 * m + 1)) - m : 0; };
+      const int dx = offset(), dy = offset();
+      image = shifted(image, dx, dy);
+    }
+    s.images.push_back(image);
     s.camera_slots.push_back(int(c));
   }
   auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, normalized_state(item), shape_.max_prompt);

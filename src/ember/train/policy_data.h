@@ -45,8 +45,16 @@ class SampleBuilder {
   // The dataset options that produce what build() needs (action delta timestamps).
   data::DatasetOptions dataset_options() const;
 
-  // One sample; with_actions false at inference. Thread-safe.
-  model::PolicySample build(const data::Item& item, bool with_actions = true) const;
+  // One sample; with_actions false at inference. Thread-safe. With `shift` (training with
+  // image transforms), each camera image is moved by a random whole number of pixels, up to
+  // shift->max_fraction of its size in x and y, drawn from shift->seed (edges replicated).
+  struct RandomShift {
+    double max_fraction = 0;
+    uint64_t seed = 0;
+  };
+  model::PolicySample build(const data::Item& item, bool with_actions = true, const RandomShift* shift = nullptr) const;
+  // image [3, H, W] moved right by dx and down by dy pixels; the edge pixels fill the gap
+  static at::Tensor shifted(const at::Tensor& image, int dx, int dy);
 
   // Normalised actions [H, max_action_dim] (or fewer columns) -> [H, action_dim] in the
   // dataset's units.

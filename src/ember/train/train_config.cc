@@ -26,6 +26,8 @@ void visit_fields(Config& c, V&& v) {
   v("dataset.repo_id", c.dataset.repo_id, Choices{});
   v("dataset.episodes", c.dataset.episodes, Choices{});
   v("dataset.image_size", c.dataset.image_size, Choices{});
+  v("dataset.image_transforms.enable", c.dataset.image_transforms_enable, Choices{});
+  v("dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, Choices{});
   v("policy.type", c.policy.type, Choices{"pi05"});
   v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
@@ -394,6 +396,8 @@ void validate(const TrainConfig& c) {
   require(c.log_freq > 0, "log_freq", c.log_freq, "a positive integer");
   require(c.save_freq > 0, "save_freq", c.save_freq, "a positive integer");
   require(c.num_workers >= 0, "num_workers", c.num_workers, "a non-negative integer");
+  require(c.dataset.image_transforms_max_shift >= 0 && c.dataset.image_transforms_max_shift <= 0.5,
+          "dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, "a fraction in [0, 0.5]");
   require(c.optimizer.lr > 0, "optimizer.lr", c.optimizer.lr, "a positive number");
   require(c.optimizer.weight_decay >= 0, "optimizer.weight_decay", c.optimizer.weight_decay, "a non-negative number");
   require(c.optimizer.grad_clip_norm > 0, "optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, "a positive number");

@@ -32,6 +32,11 @@ struct DatasetConfig {
   std::optional<std::string> repo_id;            // recorded in the config; ember reads `root` only
   std::optional<std::vector<int64_t>> episodes;  // train on these episode indices only
   std::optional<int64_t> image_size;             // cameras resized to image_size^2 (pi05: 224)
+  // --dataset.image_transforms.enable (LeRobot's name): random shifts of each training image by
+  // up to --dataset.image_transforms.max_shift of its size (0.06: ~13 px at 224), replicating
+  // the edges; seeded by (seed, epoch, frame), so runs and resumes stay reproducible
+  bool image_transforms_enable = false;
+  double image_transforms_max_shift = 0.06;
 };
 
 struct PolicyConfig {

@@ -236,6 +236,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   lo.token_budget = config.policy.token_budget.value_or(0);
   lo.backend = model::parse_attention_backend(config.policy.attention);
   lo.pin_memory = device.is_cuda();
+  lo.image_shift = config.dataset.image_transforms_enable ? config.dataset.image_transforms_max_shift : 0;
+  lo.seed = uint64_t(config.seed);
   Loader loader(dataset, sampler, builder, shape, lo, position);
 
   std::unique_ptr<MetricsLogger> metrics;
