@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/function_hook.h>
@@ -33,6 +34,47 @@
 namespace ember::dist {
 
 namespace {
+
+// The parts' elements in one flat tensor of their dtype: the part itself when it is alone and
+// contiguous (then the collective works in place), else a concatenation.
+at::Tensor flatten(const std::vector<at::Tensor>& parts) {
+  if (parts.size() == 1 && parts[0].is_contiguous()) return parts[0];
+  std::vector<at::Tensor> rows;
+  rows.reserve(parts.size());
+  for (const auto& t : parts) rows.push_back(t.reshape({-1}));
+  return at::cat(rows);
+}
+
+// Copies flatten(parts)'s layout back from flat into the parts (nothing when flat is the part
+// itself): one split_with_sizes_copy when every part is contiguous (a single kernel on CUDA
+// instead of one copy per part), else a copy per part.
+void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& parts) {
+  if (parts.size() == 1 && flat.is_same(parts[0])) return;
+  std::vector<int64_t> sizes;
+  std::vector<at::Tensor> rows;
+  bool contiguous = true;
+  for (const auto& t : parts) {
+    sizes.push_back(t.numel());
+    contiguous = contiguous && t.is_contiguous();
+    if (contiguous) rows.push_back(t.view({-1}));
+  }
+  if (contiguous) {
+    at::split_with_sizes_copy_out(rows, flat, sizes, 0);
+    return;
+  }
+  int64_t offset = 0;
+  for (const auto& t : parts) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
+std::vector<at::Tensor> pick(const std::vector<at::Tensor>& tensors, const std::vector<size_t>& members) {
+  std::vector<at::Tensor> out;
+  out.reserve(members.size());
+  for (size_t i : members) out.push_back(tensors[i]);
+  return out;
+}
 
 std::string first_line(const std::string& s) {
   auto nl = s.find('\n');
@@ -117,26 +159,14 @@ class C10dCollectives final : public train::Collectives {
       for (auto& members : make_buckets(tensors, bucket_bytes_)) {
         InFlight f;
         f.members = std::move(members);
-        if (f.members.size() == 1 && tensors[f.members[0]].is_contiguous()) {
-          f.flat = tensors[f.members[0]];
-        } else {
-          std::vector<at::Tensor> parts;
-          for (size_t i : f.members) parts.push_back(tensors[i].reshape({-1}));
-          f.flat = at::cat(parts);
-        }
+        f.flat = flatten(pick(tensors, f.members));
         std::vector<at::Tensor> one{f.flat};
         f.work = backend_->allreduce(one);
         flights.push_back(std::move(f));
       }
       for (auto& f : flights) {
         f.work->wait();
-        if (f.flat.is_same(tensors[f.members[0]])) continue;
-        int64_t offset = 0;
-        for (size_t i : f.members) {
-          auto& t = tensors[i];
-          t.copy_(f.flat.narrow(0, offset, t.numel()).view(t.sizes()));
-          offset += t.numel();
-        }
+        unflatten(f.flat, pick(tensors, f.members));
       }
     });
   }
@@ -159,21 +189,14 @@ class C10dCollectives final : public train::Collectives {
       c10d::BroadcastOptions o;
       o.rootRank = root;
       for (auto& members : make_buckets(tensors, bucket_bytes_)) {
-        std::vector<at::Tensor> parts;
-        for (size_t i : members) parts.push_back(tensors[i].reshape({-1}));
-        std::vector<at::Tensor> one{parts.size() == 1 && tensors[members[0]].is_contiguous() ? tensors[members[0]] : at::cat(parts)};
+        std::vector<at::Tensor> one{flatten(pick(tensors, members))};
         works.push_back(backend_->broadcast(one, o));
         flats.emplace_back(std::move(members), one[0]);
       }
       for (size_t k = 0; k < works.size(); ++k) {
         works[k]->wait();
         auto& [members, flat] = flats[k];
-        if (flat.is_same(tensors[members[0]])) continue;
-        int64_t offset = 0;
-        for (size_t i : members) {
-          tensors[i].copy_(flat.narrow(0, offset, tensors[i].numel()).view(tensors[i].sizes()));
-          offset += tensors[i].numel();
-        }
+        unflatten(flat, pick(tensors, members));
       }
     });
   }
@@ -233,12 +256,7 @@ class C10dCollectives final : public train::Collectives {
       ++stats_.syncs;
       for (size_t b = 0; b < s.buckets.size(); ++b) {
         s.works[b]->wait();
-        if (s.flats[b].is_same(grads[s.buckets[b][0]])) continue;
-        int64_t offset = 0;
-        for (size_t i : s.buckets[b]) {
-          grads[i].copy_(s.flats[b].narrow(0, offset, grads[i].numel()).view(grads[i].sizes()));
-          offset += grads[i].numel();
-        }
+        unflatten(s.flats[b], pick(grads, s.buckets[b]));
       }
       s.flats.assign(s.buckets.size(), at::Tensor());
       s.works.assign(s.buckets.size(), nullptr);
@@ -313,10 +331,9 @@ class C10dCollectives final : public train::Collectives {
     for (size_t i : s.buckets[b]) {
       auto& p = s.params[i];
       if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-      parts.push_back(p.grad().reshape({-1}));
+      parts.push_back(p.grad());
     }
-    const auto& first = s.params[s.buckets[b][0]].grad();
-    s.flats[b] = parts.size() == 1 && first.is_contiguous() ? first : at::cat(parts);
+    s.flats[b] = flatten(parts);
     std::vector<at::Tensor> one{s.flats[b]};
     s.works[b] = backend_->allreduce(one);
   }
