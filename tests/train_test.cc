@@ -46,6 +46,16 @@ TEST(Train, TinyPolicyLossFallsTenfoldOnTheFixture) {
   EXPECT_TRUE(fs::exists(dir.path() + "/run/metrics.jsonl"));
 }
 
+TEST(Train, ProfileStepsWritesATrace) {
+  test::TempDir dir;
+  auto c = tiny_config(dir.path() + "/run", 3);  // shorter than the 10 warm-up steps: its last 2
+  c.profile_steps = 2;
+  train(c, quiet());
+  const std::string trace = dir.path() + "/run/profile/rank0.json";
+  ASSERT_TRUE(fs::exists(trace));
+  EXPECT_GT(fs::file_size(trace), 1000u);
+}
+
 TEST(Train, ResumeContinuesExactly) {
   test::TempDir dir;
   auto straight = train(tiny_config(dir.path() + "/a", 40), quiet());

@@ -168,6 +168,25 @@ def main():
         ok, err = False, f"{e}: {out} {err}"
     check("bench parquet prints a JSON line", ok, err)
 
+    # the policy benchmark's profiler trace, and the script that summarises it
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                           "--warmup", "1", "--steps", "2", "--batch_size", "2", "--profile", os.path.join(tmp, "prof"))
+        trace = os.path.join(tmp, "prof", "tiny_libero_varlen.json")
+        ok = rc == 0 and json.loads(out.strip().splitlines()[-1]).get("profile") == trace and os.path.exists(trace)
+        check("bench policy --profile writes a trace", ok, out + err)
+        summary_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "trace_summary.py")
+        p = subprocess.run([sys.executable, summary_py, trace, "--steps", "2", "--json"], capture_output=True, text=True)
+        try:
+            s = json.loads(p.stdout)
+            ok = p.returncode == 0 and s["steps"] == 2 and s["top_cpu_ops_inclusive"] and s["wall_ms"] > 0
+        except Exception as e:  # noqa: BLE001
+            ok, p = False, f"{e}: {p.stdout} {p.stderr}"
+        check("trace_summary.py reads the trace", ok, str(p))
+        user_error("bench policy --profile into a file", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--profile", summary_py],
+                   ["--profile"])
+
     # the demo (main job), shortened: collect -> train -> evaluate (or train on the bundled
     # dataset when built without the simulator)
     with tempfile.TemporaryDirectory() as tmp:

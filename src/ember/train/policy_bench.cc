@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "ember/model/pi05.h"
 #include "ember/train/optimizer.h"
 #include "ember/train/peak_flops.h"
+#include "ember/train/profiler.h"
 #include "ember/train/cuda_setup.h"
 
 namespace ember::train {
@@ -77,6 +79,12 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   auto spec = stream_spec(o.stream);
   if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
   if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
+  if (!o.profile.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.profile, ec);
+    if (ec || !std::filesystem::is_directory(o.profile))
+      throw Error(ErrorKind::kInvalidArgument, "--profile " + o.profile + ": cannot create the directory (" + ec.message() + ")");
+  }
   std::vector<model::AttentionBackend> backends;
   for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
   at::Device device = pick(o.device);
@@ -105,7 +113,14 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     double timed_s = 0, real_flops = 0, layout_flops = 0, last_loss = 0;
     double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
     int64_t real_tokens = 0, samples = 0;
+    std::string trace;
     for (size_t i = 0; i < batches.size(); ++i) {
+      if (!o.profile.empty() && int(i) == o.warmup) {
+        sync(device);
+        trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
+                                                    model::attention_backend_name(backend) + ".json")).string();
+        start_profiler(device.is_cuda());
+      }
       std::vector<const model::PolicySample*> ptrs;
       for (const auto& s : batches[i]) ptrs.push_back(&s);
       auto host = model::collate(ptrs, shape, backend);
@@ -142,6 +157,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       layout_flops += model::train_flops(model::layout_work(host, shape), shape);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
+    if (!trace.empty()) stop_profiler(trace);
     nlohmann::ordered_json j;
     j["bench"] = "policy";
     j["preset"] = o.preset;
@@ -165,6 +181,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (device.is_cuda())
       j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
     j["final_loss"] = last_loss;
+    if (!trace.empty()) j["profile"] = trace;
     if (o.phases) {
       j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
                       {"backward", phase_backward / o.steps}, {"optimizer", phase_optimizer / o.steps}};

@@ -25,6 +25,11 @@ struct PolicyBenchOptions {
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
+  // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
+  // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
+  // reads it). The profiler slows the steps it records: the speed figures of such a run are
+  // not comparable with unprofiled ones.
+  std::string profile;
 };
 
 // Prints one JSON line per backend and a comparison line (measured speed ratio next to the

@@ -58,6 +58,7 @@ void visit_fields(Config& c, V&& v) {
   v("num_workers", c.num_workers, Choices{});
   v("resume", c.resume, Choices{});
   v("save_checkpoint", c.save_checkpoint, Choices{});
+  v("profile_steps", c.profile_steps, Choices{});
   v("device", c.device, Choices{"auto", "cuda", "cpu"});
 }
 
@@ -396,6 +397,7 @@ void validate(const TrainConfig& c) {
   require(c.log_freq > 0, "log_freq", c.log_freq, "a positive integer");
   require(c.save_freq > 0, "save_freq", c.save_freq, "a positive integer");
   require(c.num_workers >= 0, "num_workers", c.num_workers, "a non-negative integer");
+  require(c.profile_steps >= 0, "profile_steps", c.profile_steps, "a non-negative integer");
   require(c.dataset.image_transforms_max_shift >= 0 && c.dataset.image_transforms_max_shift <= 0.5,
           "dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, "a fraction in [0, 0.5]");
   require(c.optimizer.lr > 0, "optimizer.lr", c.optimizer.lr, "a positive number");

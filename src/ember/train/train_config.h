@@ -87,6 +87,10 @@ struct TrainConfig {
   int64_t num_workers = 4;            // sample-building threads
   bool resume = false;                // continue from <output_dir>/checkpoints/latest
   bool save_checkpoint = true;        // false: no checkpoints at all (benchmarks), as lerobot-train
+  // > 0: record this many steps with PyTorch's profiler, after 10 warm-up steps of the run (or
+  // the run's last ones when it is shorter), into <output_dir>/profile/rank<R>.json (a Chrome
+  // trace; bench/trace_summary.py). The recorded steps run slower.
+  int64_t profile_steps = 0;
   std::string device = "auto";        // auto | cuda | cpu; the caller resolves auto
 };
 

@@ -25,6 +25,7 @@
 #include "ember/train/zero_adamw.h"
 #include "ember/train/peak_flops.h"
 #include "ember/train/policy_checkpoint.h"
+#include "ember/train/profiler.h"
 #include "ember/train/schedule.h"
 
 namespace ember::train {
@@ -275,7 +276,23 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   result.first_step = step;
   Window window;
   const bool autocast = bf16;
+  // the profiled steps: [profile_from, profile_to)
+  const int64_t profile_to = std::min(config.steps, step + 10 + config.profile_steps);
+  const int64_t profile_from = config.profile_steps > 0 ? std::max(step, profile_to - config.profile_steps) : config.steps;
+  bool profiling = false;
+  auto stop_profiling = [&] {
+    if (!profiling) return;
+    if (device.is_cuda()) torch::cuda::synchronize();
+    profiling = false;
+    stop_profiler((out_dir / "profile" / ("rank" + std::to_string(rank) + ".json")).string());
+  };
   while (step < config.steps) {
+    if (step == profile_from && profile_from < profile_to) {
+      if (device.is_cuda()) torch::cuda::synchronize();
+      start_profiler(device.is_cuda());
+      profiling = true;
+    }
+    if (step == profile_to) stop_profiling();
     auto t0 = Clock::now();
     double wait_s = 0;
     TrainBatch batch = loader.next(&wait_s);
@@ -347,6 +364,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     if (hooks.collectives) hooks.collectives->barrier();
     if (hooks.keep_going && !hooks.keep_going(step)) break;
   }
+  stop_profiling();
   if (metrics) metrics->finish();
   result.steps_done = step;
   return result;

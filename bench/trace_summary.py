@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Summarises a Chrome trace from `ember bench policy --profile DIR` (PyTorch's profiler).
+
+    bench/trace_summary.py TRACE.json [--steps N] [--top K] [--json]
+
+Prints, per step when --steps is given (the timed steps the trace holds):
+  - the traced window's wall time;
+  - GPU busy time (the union of kernel and memcpy/memset intervals) and the idle fraction: a
+    high idle fraction on a GPU run means the host does not keep the GPU fed (launch-bound);
+  - the K GPU kernels with the most total time (name, calls, ms), and their share of busy time;
+  - kernel launches (cudaLaunchKernel and friends) and their host time;
+  - on CPU-only traces, the K CPU operators with the most inclusive time.
+Standard library only.
+"""
+import argparse
+import collections
+import json
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"{path}: not a readable Chrome trace ({e})")
+    events = data.get("traceEvents") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        sys.exit(f"{path}: no traceEvents list")
+    return [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e and "ts" in e]
+
+
+def union_length(intervals):
+    total, end = 0.0, None
+    start = None
+    for s, e in sorted(intervals):
+        if end is None or s > end:
+            if end is not None:
+                total += end - start
+            start, end = s, e
+        else:
+            end = max(end, e)
+    if end is not None:
+        total += end - start
+    return total
+
+
+def summarise(events, steps, top):
+    gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
+    gpu = [e for e in events if e.get("cat") in gpu_cats]
+    t0 = min(e["ts"] for e in events)
+    t1 = max(e["ts"] + e["dur"] for e in events)
+    wall_us = t1 - t0
+    out = {"wall_ms": wall_us / 1e3, "events": len(events)}
+    per = 1.0 / steps if steps else 1.0
+    if gpu:
+        busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in gpu])
+        g0 = min(e["ts"] for e in gpu)
+        g1 = max(e["ts"] + e["dur"] for e in gpu)
+        out["gpu_span_ms"] = (g1 - g0) / 1e3
+        out["gpu_busy_ms"] = busy / 1e3
+        out["gpu_idle_frac"] = 1 - busy / max(g1 - g0, 1e-9)
+        kernels = collections.defaultdict(lambda: [0, 0.0])
+        for e in gpu:
+            k = kernels[e.get("name", "?")]
+            k[0] += 1
+            k[1] += e["dur"]
+        out["top_kernels"] = [
+            {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
+            for name, (c, d) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]
+        ]
+        launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")]
+        out["launches"] = len(launches) * per
+        out["launch_host_ms"] = sum(e["dur"] for e in launches) / 1e3 * per
+    cpu = collections.defaultdict(lambda: [0, 0.0])
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            c = cpu[e.get("name", "?")]
+            c[0] += 1
+            c[1] += e["dur"]
+    out["top_cpu_ops_inclusive"] = [
+        {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per}
+        for name, (c, d) in sorted(cpu.items(), key=lambda kv: -kv[1][1])[:top]
+    ]
+    if steps:
+        out["steps"] = steps
+        out["wall_ms"] *= per
+        for k in ("gpu_span_ms", "gpu_busy_ms"):
+            if k in out:
+                out[k] *= per
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trace")
+    ap.add_argument("--steps", type=int, default=0, help="timed steps in the trace: figures per step")
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    a = ap.parse_args()
+    if a.steps < 0 or a.top < 1:
+        sys.exit("--steps must be >= 0 and --top >= 1")
+    events = load(a.trace)
+    if not events:
+        sys.exit(f"{a.trace}: the trace holds no complete events")
+    s = summarise(events, a.steps, a.top)
+    if a.json:
+        print(json.dumps(s))
+        return
+    unit = " per step" if a.steps else ""
+    print(f"{a.trace}: {s['events']} events, wall {s['wall_ms']:.2f} ms{unit}")
+    if "gpu_busy_ms" in s:
+        print(f"GPU busy {s['gpu_busy_ms']:.2f} ms of {s['gpu_span_ms']:.2f} ms{unit} "
+              f"(idle {100 * s['gpu_idle_frac']:.1f}%); {s['launches']:.0f} launches, "
+              f"{s['launch_host_ms']:.2f} ms of host time in them{unit}")
+        print("top GPU kernels:")
+        for k in s["top_kernels"]:
+            print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['name']}")
+    print("top CPU operators (inclusive):")
+    for k in s["top_cpu_ops_inclusive"]:
+        print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['name']}")
+
+
+if __name__ == "__main__":
+    main()
