@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # On the H200 machine: collect expert demonstrations of the ember10 suite (EGL, PNG
 # cameras: no FFmpeg there), train a policy on them for a bounded time, evaluate it closed loop.
-# Defaults: 128 px, 20 episodes per task (collect ~130 s on the H200 host; 256 px x 60 episodes
-# did not finish in 8 min, most likely PNG encoding: not profiled).
+# Defaults: 128 px cameras, 20 episodes per task; train: small, batch 128, vision at 112 px.
 #   bash bench/gpu_sim_train.sh bench|collect|train|eval
 # bench: `ember bench sim` with EGL on 1, 4 and 16 threads, each also with serialized rendering.
 # Work files in ${WORK:-/tmp/ember-sim}; logs and small results in ${OUT:-/tmp/ember-out}.
@@ -22,16 +21,19 @@ case "${1:?bench|collect|train|eval}" in
     "$ember" data check "$work/data" 2>&1 | tail -3 | tee -a "$out/collect.log" ;;
   train)
     rm -rf "$work/${RUN:-train}"
-    # stopped after TRAIN_SECONDS at the latest; checkpoints every SAVE steps keep the work
+    # stopped after TRAIN_SECONDS at the latest; checkpoints every SAVE steps keep the work.
+    # The vision tower reads VISION px (112: 8x8 patches of 14 per camera)
     timeout "${TRAIN_SECONDS:-300}" "$ember" train --dataset.root="$work/data" --output_dir="$work/${RUN:-train}" --device=cuda \
-      --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --steps="${STEPS:-3000}" --batch_size="${BATCH:-32}" \
-      --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 --log_freq="${LOG:-100}" --save_freq="${SAVE:-500}" --num_workers=12 \
+      --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
+      --steps="${STEPS:-6000}" --batch_size="${BATCH:-128}" --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 \
+      --log_freq="${LOG:-100}" --save_freq="${SAVE:-1000}" --num_workers=12 ${TRAIN_EXTRA:-} \
       2>&1 | tail -40 | tee "$out/${RUN:-train}.log" || echo "train stopped (status $?)" | tee -a "$out/${RUN:-train}.log"
     cp "$work/${RUN:-train}/metrics.jsonl" "$out/${RUN:-train}_metrics.jsonl" ;;
   eval)
-    rm -rf "$work/eval"
+    ev="$work/eval_${RUN:-train}"
+    rm -rf "$ev"
     "$ember" eval --checkpoint "$work/${RUN:-train}" --suite ember10 --trials "${TRIALS:-50}" --n_envs "${N_ENVS:-50}" --replan_steps "${REPLAN:-5}" \
-      --image_size "${IMAGE:-128}" --renderer egl --device cuda --output_dir "$work/eval" 2>&1 | tail -20 | tee "$out/eval.log"
-    cp "$work/eval/eval.json" "$out/eval.json"
-    ls "$work/eval" | head -30 > "$out/eval_files.txt" ;;
+      --image_size "${IMAGE:-128}" --renderer egl --device cuda --output_dir "$ev" 2>&1 | tail -20 | tee "$out/eval_${RUN:-train}.txt"
+    cp "$ev/eval.json" "$out/eval_${RUN:-train}.json"
+    ls "$ev"/videos | head -30 > "$out/eval_${RUN:-train}_videos.txt" ;;
 esac

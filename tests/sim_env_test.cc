@@ -1,6 +1,7 @@
 // The scene, the controller, the tasks' predicates and the vector environment (no rendering).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -98,6 +99,37 @@ TEST(SimTasks, SuitesAndInitStates) {
   }
   EXPECT_EQ(families.size(), 4u);
   EXPECT_EQ(find_suite("easy").tasks.size(), 1u);
+}
+
+// ember10's tasks place their bodies LIBERO-style: one fixed layout per task, each initial
+// state within +-jitter of it; the committed evaluation states are the ones the code draws.
+TEST(SimTasks, InitStatesJitterAroundOneLayoutPerTask) {
+  const Suite& s = find_suite("ember10");
+  std::set<double> first_x;
+  for (const auto& t : s.tasks) {
+    ASSERT_GT(t.jitter, 0) << t.name;
+    auto states = make_init_states(t, 200, 5);
+    const auto& committed = eval_init_states(t);
+    auto drawn = make_init_states(t, kEvalInitStates, 0);
+    for (size_t k = 0; k < committed.size(); ++k)
+      for (size_t i = 0; i < committed[k].items.size(); ++i) {
+        EXPECT_NEAR(committed[k].items[i].x, drawn[k].items[i].x, 1e-9) << t.name << " (assets/sim/init_states is stale)";
+        EXPECT_NEAR(committed[k].items[i].y, drawn[k].items[i].y, 1e-9) << t.name;
+      }
+    for (size_t i = 0; i < states[0].items.size(); ++i) {
+      double lo_x = 1e9, hi_x = -1e9, lo_y = 1e9, hi_y = -1e9;
+      for (const auto& st : states) {
+        lo_x = std::min(lo_x, st.items[i].x), hi_x = std::max(hi_x, st.items[i].x);
+        lo_y = std::min(lo_y, st.items[i].y), hi_y = std::max(hi_y, st.items[i].y);
+      }
+      // spread within 2 * jitter, and the jitter is really used
+      EXPECT_LE(hi_x - lo_x, 2 * t.jitter + 1e-12) << t.name << " " << states[0].items[i].body;
+      EXPECT_LE(hi_y - lo_y, 2 * t.jitter + 1e-12) << t.name;
+      EXPECT_GT(hi_x - lo_x, t.jitter) << t.name;
+    }
+    first_x.insert(states[0].items[0].x);
+  }
+  EXPECT_GT(first_x.size(), s.tasks.size() / 2);  // the layouts differ between tasks
 }
 
 TEST(SimTasks, UnknownNamesNameTheFlag) {

@@ -2,8 +2,12 @@
 // evaluation engine is deterministic for a seed whatever the number of environments.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "ember/sim/env.h"
 #include "ember/sim/evaluate.h"
 #include "ember/sim/expert.h"
+#include "ember/sim/scene.h"
 
 namespace ember::sim {
 namespace {
@@ -29,6 +33,28 @@ TEST(SimExpert, SucceedsOnSampleOfEveryTask) {
   easy.suite = "easy";
   EvalResult e = evaluate(easy, expert);
   EXPECT_EQ(e.tasks[0].successes, 4);
+}
+
+// DART: the noise moves the arm, the label is what the expert meant (the clean action).
+TEST(SimExpert, LabelIsTheActionWithoutNoise) {
+  const TaskSpec& task = find_task("pick_red_into_tray");
+  auto scene = Scene::load();
+  Env env(scene);
+  env.reset(task, eval_init_states(task)[0]);
+  Observation obs;
+  env.observe(&obs);
+  ExpertConfig noisy;
+  noisy.noise = 0.3;
+  ExpertPolicy a(noisy), b(ExpertConfig{0.0, {}});
+  EpisodeStart start{&task, 0, 7};
+  a.reset(0, start), b.reset(0, start);
+  PolicyInput in{0, &obs, &task, 0};
+  Action executed = a.act({in})[0][0], clean = b.act({in})[0][0];
+  for (int d = 0; d < 7; ++d) EXPECT_FLOAT_EQ(a.label(0)[d], clean[d]) << d;
+  double moved = 0;
+  for (int d = 0; d < 3; ++d) moved += std::abs(executed[d] - clean[d]);
+  EXPECT_GT(moved, 1e-3);  // the executed action carries the noise
+  for (int d = 3; d < 7; ++d) EXPECT_FLOAT_EQ(executed[d], clean[d]) << d;
 }
 
 TEST(SimExpert, EvaluationIsDeterministicAcrossEnvCounts) {

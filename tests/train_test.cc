@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "ember/core/error.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
+#include "ember/train/optimizer.h"
 #include "ember/train/policy_data.h"
 #include "ember/train/predict.h"
 #include "ember/train/trainer.h"
@@ -111,6 +113,28 @@ TEST(Train, RefusesToOverwriteOrResumeNothing) {
   bad = tiny_config(dir.path() + "/y", 2);
   bad.dataset.image_size = 30;  // not a multiple of the patch
   EXPECT_THROW(train(bad, quiet()), Error);
+}
+
+// The global gradient norm comes back as a device tensor (no host sync); gradients above
+// max_norm are scaled down to it, others and non-finite ones are left alone.
+TEST(Train, ClipGradNormScalesOnlyAboveTheLimit) {
+  auto make = [](std::vector<float> g) {
+    auto p = at::zeros({int64_t(g.size())}).set_requires_grad(true);
+    p.mutable_grad() = at::tensor(g);
+    return p;
+  };
+  std::vector<at::Tensor> big = {make({3, 0}), make({0, 4})};  // norm 5
+  at::Tensor norm = clip_grad_norm(big, 1.0);
+  EXPECT_EQ(norm.dim(), 0);
+  EXPECT_NEAR(norm.item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(big[0].grad()[0].item<double>(), 0.6, 1e-5);
+  EXPECT_NEAR(big[1].grad()[1].item<double>(), 0.8, 1e-5);
+  std::vector<at::Tensor> small = {make({0.3f, 0.4f})};
+  EXPECT_NEAR(clip_grad_norm(small, 1.0).item<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(small[0].grad()[1].item<double>(), 0.4, 1e-7);
+  std::vector<at::Tensor> bad = {make({NAN, 1.0f})};
+  EXPECT_FALSE(std::isfinite(clip_grad_norm(bad, 1.0).item<double>()));
+  EXPECT_EQ(bad[0].grad()[1].item<double>(), 1.0);
 }
 
 TEST(Train, SaveCheckpointFalseWritesNone) {

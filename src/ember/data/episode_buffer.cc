@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <future>
 
 #include "ember/core/error.h"
 #include "ember/io/png.h"
@@ -168,15 +169,20 @@ void EpisodeBuffer::add(const Frame& f) {
   // everything that can fail (PNG encoding, lookups) first, so a failure adds nothing
   std::vector<std::string> png(slots_.size());
   std::vector<PixelHistogram> hist(slots_.size());
+  // the cameras' PNGs are compressed side by side (zlib is most of a frame's cost)
+  std::vector<std::future<std::vector<uint8_t>>> encoding(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].camera() && slots_[i].kind == Kind::kImage)
+      encoding[i] = std::async(std::launch::async, [&im = f.images.at(slots_[i].feature.key)] { return io::encode_png(im); });
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.camera()) {
       const io::Image& im = f.images.at(s.feature.key);
+      hist[i].add(im);
       if (s.kind == Kind::kImage) {
-        std::vector<uint8_t> bytes = io::encode_png(im);
+        std::vector<uint8_t> bytes = encoding[i].get();
         png[i].assign(bytes.begin(), bytes.end());
       }
-      hist[i].add(im);
     } else if (s.kind == Kind::kString) {
       png[i] = f.strings.at(s.feature.key);
     } else if (int64_t(f.values.at(s.feature.key).size()) != s.numel) {

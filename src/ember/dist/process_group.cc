@@ -116,10 +116,13 @@ struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
 
 class C10dCollectives final : public train::Collectives {
  public:
+  // backend: the tensors' collectives (NCCL on CUDA, Gloo on CPU); host: Gloo, for the host's
+  // scalars and barriers (on CPU, the same backend)
   C10dCollectives(const DistEnv& env, c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Backend> backend,
-                  at::Device device, std::chrono::milliseconds timeout, int64_t bucket_bytes)
-      : env_(env), store_(std::move(store)), backend_(std::move(backend)), device_(device), timeout_(timeout),
-        bucket_bytes_(bucket_bytes) {
+                  c10::intrusive_ptr<c10d::Backend> host, at::Device device, std::chrono::milliseconds timeout,
+                  int64_t bucket_bytes)
+      : env_(env), store_(std::move(store)), backend_(std::move(backend)), host_(std::move(host)), device_(device),
+        timeout_(timeout), bucket_bytes_(bucket_bytes) {
     // a heartbeat on its own store connection: a rank that stops beating has died or stalled,
     // which names it when a collective fails while every rank had reached it
     heartbeat_store_ = store_->clone();
@@ -135,9 +138,11 @@ class C10dCollectives final : public train::Collectives {
     heartbeat_.join();
     // what destroy_process_group does: NCCL's communicators and watchdog end here rather than in
     // static destructors at exit
-    try {
-      backend_->shutdown();
-    } catch (const std::exception&) {
+    for (auto* b : {backend_.get(), host_.get() == backend_.get() ? nullptr : host_.get()}) {
+      try {
+        if (b) b->shutdown();
+      } catch (const std::exception&) {
+      }
     }
   }
 
@@ -171,11 +176,12 @@ class C10dCollectives final : public train::Collectives {
     });
   }
 
+  // On the host's group: no GPU work, so the GPU's queue is neither drained nor waited for.
   double all_reduce_sum(double value) override {
     double out = 0;
     guarded("all_reduce", [&] {
-      std::vector<at::Tensor> one{at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(device_))};
-      backend_->allreduce(one)->wait();
+      std::vector<at::Tensor> one{at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(host_device()))};
+      host_wait(host_group().allreduce(one));
       out = one[0].item<double>();
     });
     return out;
@@ -264,17 +270,24 @@ class C10dCollectives final : public train::Collectives {
     });
   }
 
+  // An all-reduce of one element on the host's group: the hosts meet; the GPUs' queues run on.
   void barrier() override {
-    // an all-reduce of one element: the same code path (and timeout) on Gloo and NCCL, and NCCL
-    // needs no guess of the device
     guarded("barrier", [&] {
-      std::vector<at::Tensor> one{at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device_))};
-      backend_->allreduce(one)->wait();
-      if (device_.is_cuda()) one[0].item<float>();
+      std::vector<at::Tensor> one{at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(host_device()))};
+      host_wait(host_group().allreduce(one));
     });
   }
 
  private:
+  // The host's group: Gloo; where this build has no Gloo, the tensors' backend, waited for on
+  // the host with the timeout.
+  c10d::Backend& host_group() { return host_ ? *host_ : *backend_; }
+  at::Device host_device() const { return host_ ? at::Device(at::kCPU) : device_; }
+  void host_wait(const c10::intrusive_ptr<c10d::Work>& work) {
+    if (host_) work->wait();
+    else work->wait(timeout_);  // an explicit timeout makes NCCL's wait block the host
+  }
+
   // Runs one collective; records this rank's progress first so that, when it fails, the
   // message can name the ranks that never reached it.
   void guarded(const char* op, const std::function<void()>& body) {
@@ -411,6 +424,7 @@ class C10dCollectives final : public train::Collectives {
   DistEnv env_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
+  c10::intrusive_ptr<c10d::Backend> host_;
   at::Device device_;
   std::chrono::milliseconds timeout_;
   int64_t bucket_bytes_;
@@ -501,29 +515,37 @@ std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const a
                                     std::to_string(timeout.count() / 1000) + " s: " + first_line(e.what()));
   }
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("ember/pg", store);
-  c10::intrusive_ptr<c10d::Backend> backend;
+  c10::intrusive_ptr<c10d::Backend> backend, host;
   try {
+    try {
+      host = make_gloo_backend(c10::make_intrusive<c10d::PrefixStore>("ember/host", store), env.rank, env.world_size,
+                               env.master_addr, env.master_port, timeout);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kUnsupported || !device.is_cuda()) throw;  // CUDA jobs manage without Gloo
+    }
     if (device.is_cuda()) {
 #ifdef USE_C10D_NCCL
-      // a timed-out NCCL collective then throws from wait() instead of aborting the process
+      // NCCL's waits are stream-ordered (no TORCH_NCCL_BLOCKING_WAIT): the host never blocks on a
+      // gradient bucket. A rank that dies or stalls is caught by the host group's collectives
+      // (every step meets there) within the timeout; NCCL's own watchdog, at twice the timeout,
+      // is the backstop.
       setenv("NCCL_NVLS_ENABLE", "0", 0);
-      setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
       c10::cuda::set_device(device.index());
       auto o = c10d::ProcessGroupNCCL::Options::create();
-      o->timeout = timeout;
+      o->timeout = 2 * timeout;
       backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, env.rank, env.world_size, o);
 #else
       throw Error(ErrorKind::kUnsupported, "this libtorch has no NCCL: distributed training on CUDA needs it");
 #endif
     } else {
-      backend = make_gloo_backend(pg_store, env.rank, env.world_size, env.master_addr, env.master_port, timeout);
+      backend = host;
     }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kIO, "rank " + std::to_string(env.rank) + ": process group over " + where + " failed: " + first_line(e.what()));
   }
-  return std::make_shared<C10dCollectives>(env, store, backend, device, timeout, std::max<int64_t>(1, bucket_bytes));
+  return std::make_shared<C10dCollectives>(env, store, backend, host, device, timeout, std::max<int64_t>(1, bucket_bytes));
 }
 
 }  // namespace ember::dist

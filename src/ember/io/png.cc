@@ -38,10 +38,10 @@ std::vector<uint8_t> encode_png(const Image& image) {
   img.width = png_uint_32(image.width);
   img.height = png_uint_32(image.height);
   img.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&img, nullptr, &size, 0, image.rgb.data(), 0, nullptr))
-    fail(ErrorKind::kInternal, std::string("PNG encode failed: ") + img.message);
-  std::vector<uint8_t> out(size);
+  // one pass into a buffer of the largest size the image can take (a first call without a
+  // buffer would compress it once just to learn the size)
+  std::vector<uint8_t> out(PNG_IMAGE_PNG_SIZE_MAX(img));
+  png_alloc_size_t size = out.size();
   if (!png_image_write_to_memory(&img, out.data(), &size, 0, image.rgb.data(), 0, nullptr))
     fail(ErrorKind::kInternal, std::string("PNG encode failed: ") + img.message);
   out.resize(size);

@@ -88,10 +88,10 @@ CollectResult collect(const CollectOptions& opt) {
     return std::nullopt;
   };
   hooks.wants_images = [](int) { return true; };  // every frame is recorded
-  hooks.on_step = [&](int env, const Episode&, int step, const Observation& obs, const Action& a) {
+  hooks.on_step = [&](int env, const Episode&, int step, const Observation& obs, const Action&) {
     if (step == 0) rec[env] = Recorded{};
     rec[env].obs.push_back(obs);
-    rec[env].actions.push_back(a);
+    rec[env].actions.push_back(expert.label(env));  // what the expert meant; the noise only moved the arm
   };
   hooks.on_end = [&](int env, const Episode& e, bool success, int, const Observation&) {
     size_t i = index[e.task];

@@ -60,13 +60,15 @@ Action ExpertPolicy::move(State& s, const Privileged& p, const double* pos, doub
     m = std::max(m, std::abs(d[i]));
   }
   double scale = m > speed ? speed / m : 1.0;
-  for (int i = 0; i < 3; ++i) a[i] = float(d[i] * scale + noise * s.rng.normal());
+  for (int i = 0; i < 3; ++i) a[i] = float(d[i] * scale);
   // orientation: gripper down, turned by yaw about z
   double goal[4] = {std::cos(yaw / 2), 0, 0, std::sin(yaw / 2)}, err[3];
   rotation_error(goal, p.ee_quat.data(), err);
   for (int i = 0; i < 3; ++i) a[3 + i] = float(std::clamp(err[i] / cfg_.controller.max_rot, -1.0, 1.0));
   a[6] = float(gripper);
   for (float& v : a) v = std::clamp(v, -1.f, 1.f);
+  s.label = a;
+  for (int i = 0; i < 3; ++i) a[i] = std::clamp(a[i] + float(noise * s.rng.normal()), -1.f, 1.f);
   return a;
 }
 

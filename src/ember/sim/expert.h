@@ -2,6 +2,8 @@
 // positions from the simulator), each reached through the same 7-D LIBERO action a learned
 // policy emits, with Gaussian noise injected into the actions (seeded per episode) so that
 // demonstrations show recoveries. Closed loop: chunks of one action.
+// The noise perturbs what is executed; label() is the action the expert meant, without it
+// (DART: the recorded demonstrations teach the correction, not the noise).
 #pragma once
 
 #include <map>
@@ -23,12 +25,15 @@ class ExpertPolicy : public Policy {
   std::vector<ActionChunk> act(const std::vector<PolicyInput>& inputs) override;
   bool needs_images() const override { return false; }
   std::string name() const override { return "expert"; }
+  // The noise-free action behind env's last act() (what a demonstration records).
+  const Action& label(int env) const { return states_.at(env).label; }
 
  private:
   struct State {
     int phase = 0;
     int counter = 0;
     Rng rng{0};
+    Action label{};
   };
   Action act_one(State& s, const PolicyInput& in);
   Action pick(State& s, const Privileged& p, bool stack);

@@ -41,10 +41,14 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
 
 namespace {
 
+// ember10's placement jitter around each task's layout: +-2.5 cm, the widest of LIBERO's init
+// regions (+-1 to +-2.5 cm around a per-task layout).
+constexpr double kLayoutJitter = 0.025;
+
 TaskSpec task(std::string name, std::string instruction, Family f, std::string object, std::string target,
-              std::vector<std::string> distractors, int max_steps, double spread = 1.0) {
+              std::vector<std::string> distractors, int max_steps, double spread = 1.0, double jitter = kLayoutJitter) {
   return TaskSpec{std::move(name), std::move(instruction), f, std::move(object), std::move(target),
-                  std::move(distractors), max_steps, spread};
+                  std::move(distractors), max_steps, spread, jitter};
 }
 
 const std::vector<Suite>& suites() {
@@ -73,7 +77,7 @@ const std::vector<Suite>& suites() {
        }},
       {"easy",
        {
-           task("easy_press_red", "press the red button", Family::kPress, "button_red", "", {}, 80, 0.4),
+           task("easy_press_red", "press the red button", Family::kPress, "button_red", "", {}, 80, 0.4, 0.0),
        }},
   };
   return all;
@@ -96,28 +100,35 @@ double segment_dist(const Placement& p, const Placement& a, const Placement& b) 
   return std::hypot(p.x - a.x - t * dx, p.y - a.y - t * dy);
 }
 
-bool valid(const TaskSpec& t, const std::vector<Placement>& items) {
+// margin: extra clearance, so that a layout stays valid when its bodies are jittered.
+bool valid(const TaskSpec& t, const std::vector<Placement>& items, double margin = 0.0) {
   for (size_t i = 0; i < items.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (dist(items[i], items[j]) < radius(items[i].body) + radius(items[j].body) + 0.03) return false;
+      if (dist(items[i], items[j]) < radius(items[i].body) + radius(items[j].body) + 0.03 + margin) return false;
   if (t.family == Family::kPush) {
     const Placement &cube = items[0], &pad = items[1];
     double d = dist(cube, pad);
-    if (d < 0.13 || d > 0.24) return false;
+    if (d < 0.13 + margin / 2 || d > 0.24 - margin / 2) return false;
     // the expert approaches from behind the cube: that spot must be on the table and clear
     Placement behind{"", cube.x - (pad.x - cube.x) / d * 0.07, cube.y - (pad.y - cube.y) / d * 0.07, 0};
-    if (behind.x < -0.2 || std::abs(behind.y) > 0.3) return false;
+    if (behind.x < -0.2 + margin || std::abs(behind.y) > 0.3 - margin) return false;
     for (size_t i = 2; i < items.size(); ++i) {
-      if (segment_dist(items[i], behind, pad) < 0.075) return false;
+      if (segment_dist(items[i], behind, pad) < 0.075 + margin) return false;
     }
   }
   return true;
 }
 
-InitState sample(const TaskSpec& t, Rng& rng) {
+std::vector<std::string> task_bodies(const TaskSpec& t) {
   std::vector<std::string> bodies = {t.object};
   if (!t.target.empty()) bodies.push_back(t.target);
   for (const auto& d : t.distractors) bodies.push_back(d);
+  return bodies;
+}
+
+// Every body anywhere in the (spread-scaled) table region; cubes at a random yaw.
+InitState sample_anywhere(const TaskSpec& t, Rng& rng, double margin) {
+  const std::vector<std::string> bodies = task_bodies(t);
   const double s = t.spread;
   const double cx = 0.02, cy = 0.0, hx = 0.13 * s, hy = 0.2 * s;
   for (int attempt = 0;; ++attempt) {
@@ -127,8 +138,25 @@ InitState sample(const TaskSpec& t, Rng& rng) {
       if (b.rfind("cube", 0) == 0) p.yaw = rng.uniform(-0.4, 0.4);
       items.push_back(p);
     }
-    if (valid(t, items)) return InitState{items};
+    if (valid(t, items, margin)) return InitState{items};
     if (attempt > 100000) fail(ErrorKind::kInternal, "task " + t.name + ": cannot place its objects");
+  }
+}
+
+InitState sample(const TaskSpec& t, Rng& rng) {
+  if (t.jitter <= 0) return sample_anywhere(t, rng, 0.0);
+  // the task's layout: a function of its name only, with room for the jitter
+  Rng layout_rng(mix_seed(hash_string(t.name), 0x1A7007));
+  const InitState layout = sample_anywhere(t, layout_rng, 2 * t.jitter);
+  for (int attempt = 0;; ++attempt) {
+    InitState s = layout;
+    for (Placement& p : s.items) {
+      p.x += rng.uniform(-t.jitter, t.jitter);
+      p.y += rng.uniform(-t.jitter, t.jitter);
+      if (p.body.rfind("cube", 0) == 0) p.yaw = rng.uniform(-0.4, 0.4);
+    }
+    if (valid(t, s.items)) return s;
+    if (attempt > 100000) fail(ErrorKind::kInternal, "task " + t.name + ": cannot jitter its layout");
   }
 }
 
@@ -182,13 +210,6 @@ std::vector<InitState> make_init_states(const TaskSpec& task, int count, uint64_
 }
 
 namespace {
-
-std::vector<std::string> task_bodies(const TaskSpec& t) {
-  std::vector<std::string> bodies = {t.object};
-  if (!t.target.empty()) bodies.push_back(t.target);
-  for (const auto& d : t.distractors) bodies.push_back(d);
-  return bodies;
-}
 
 std::vector<InitState> read_init_states(const TaskSpec& task, const std::string& path) {
   std::vector<InitState> out;

@@ -28,6 +28,10 @@ struct TaskSpec {
   std::vector<std::string> distractors;  // other cubes or buttons on the table
   int max_steps = 200;      // control steps (20 Hz) before the episode is truncated
   double spread = 1.0;      // scale of the placement ranges (easy tasks: smaller)
+  // > 0: LIBERO-style placement. The task has one fixed layout (drawn once from its name) and
+  // each initial state moves every body by up to +-jitter metres in x and y around it.
+  // 0: every body drawn anywhere in the spread-scaled table region.
+  double jitter = 0.0;
 };
 
 // Where one body starts: cubes (free joints) and fixtures (mocap bodies) alike.

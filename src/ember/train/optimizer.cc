@@ -64,19 +64,21 @@ int64_t AdamW::local_state_bytes() const {
   return n;
 }
 
-double clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0.0;
+  if (grads.empty()) return at::zeros({}, at::kFloat);
   auto norms = at::_foreach_norm(grads, 2.0);
   auto total = at::stack(norms).to(at::kFloat).norm();
-  double value = total.item<double>();
-  if (max_norm > 0 && std::isfinite(value) && value > max_norm) {
-    at::_foreach_mul_(grads, max_norm / (value + 1e-6));
+  if (max_norm > 0) {
+    // min(1, max_norm / norm) on the device; a non-finite norm leaves the gradients as they are
+    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+    coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
+    at::_foreach_mul_(grads, coef);
   }
-  return value;
+  return total;
 }
 
 }  // namespace ember::train

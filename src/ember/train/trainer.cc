@@ -275,6 +275,29 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   TrainResult result;
   result.first_step = step;
   Window window;
+  // Each step's loss and gradient norm stay on the device until the next log line, checkpoint
+  // or hook; then one copy brings them all to the host.
+  struct Pending {
+    int64_t step;
+    at::Tensor loss, grad_norm;
+  };
+  std::vector<Pending> pending;
+  auto flush_pending = [&] {
+    if (pending.empty()) return;
+    std::vector<at::Tensor> values;
+    for (const auto& p : pending) values.push_back(p.loss.to(at::kDouble).reshape({1})), values.push_back(p.grad_norm.to(at::kDouble).reshape({1}));
+    auto host = at::cat(values).cpu();
+    const double* v = host.data_ptr<double>();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const double loss = v[2 * i], norm = v[2 * i + 1];
+      if (!std::isfinite(loss))
+        throw Error(ErrorKind::kInternal, "the loss became " + std::to_string(loss) + " at step " + std::to_string(pending[i].step));
+      result.losses.emplace_back(pending[i].step, loss);
+      window.loss += loss;
+      window.grad_norm += norm;
+    }
+    pending.clear();
+  };
   const bool autocast = bf16;
   // the profiled steps: [profile_from, profile_to)
   const int64_t profile_to = std::min(config.steps, step + 10 + config.profile_steps);
@@ -324,24 +347,24 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       std::vector<at::Tensor> l{loss_sum};
       hooks.collectives->all_reduce_sum(l);
     }
-    double grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm);
+    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm);
     optimizer.step(lr);
-    double loss = loss_sum.item<double>() / std::max(global_count, 1.0);
-    if (!std::isfinite(loss)) throw Error(ErrorKind::kInternal, "the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1));
     ++step;
-    result.losses.emplace_back(step, loss);
+    pending.push_back({step, loss_sum / std::max(global_count, 1.0), grad_norm});
+    const bool log_step = step % config.log_freq == 0 || step == config.steps;
+    const bool save_step = config.save_checkpoint && (step % config.save_freq == 0 || step == config.steps);
+    // the host reads the GPU's numbers only here: in between, it queues steps ahead of the GPU
+    if (log_step || save_step || hooks.keep_going || pending.size() >= 1000) flush_pending();
     double step_s = seconds_since(t0);
 
     window.steps++;
-    window.loss += loss;
     window.step_s += step_s;
     window.wait_s += wait_s;
-    window.grad_norm += grad_norm;
     window.samples += batch.samples * world;
     window.tokens += batch.tokens * world;
     window.flops += flops * world;
     if (metrics) {
-      if (step % config.log_freq == 0 || step == config.steps) {
+      if (log_step) {
         std::vector<Metric> fields = {{"lr", lr},
                                       {"grad_norm", window.grad_norm / window.steps},
                                       {"samples_per_s", window.samples / window.step_s},
@@ -359,9 +382,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
         metrics->tick(step);
       }
     }
-    if (config.save_checkpoint && (step % config.save_freq == 0 || step == config.steps))
-      result.last_checkpoint = save(step, batch.next);
-    if (hooks.collectives) hooks.collectives->barrier();
+    if (save_step) result.last_checkpoint = save(step, batch.next);
+    if (hooks.collectives && (log_step || save_step)) hooks.collectives->barrier();
     if (hooks.keep_going && !hooks.keep_going(step)) break;
   }
   stop_profiling();
