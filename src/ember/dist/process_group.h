@@ -5,9 +5,12 @@
 // After attach_gradients(), a post-accumulate-grad hook on every parameter counts the gradients
 // of the step's last backward pass; a bucket's all-reduce starts as soon as it is complete (in
 // bucket order, parameters in reverse, as backward produces them), so communication overlaps
-// the rest of the backward pass; reduce_gradients() waits for all of them. Every collective is bounded by the timeout: a rank that dies or
-// stalls makes the others throw Error kInternal naming the rank(s) that fell behind (each rank
-// records its progress in the store at every barrier), never hang.
+// the rest of the backward pass; reduce_gradients() makes the GPU's stream wait for all of them
+// (on NCCL the host does not block). The host's scalars (the step's token count) and barriers
+// go over a second group, Gloo on the CPU, so they never wait for the GPU's queue. Every
+// collective is bounded by the timeout: a rank that dies or stalls makes the others throw Error
+// naming the rank(s) that fell behind (each rank records its progress in the store at every
+// collective), never hang.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -24,9 +27,10 @@ namespace ember::dist {
 inline constexpr int64_t kBucketBytes = 25 << 20;
 
 // Joins the job described by env (collective: every rank calls it; returns once all have joined)
-// and returns its collectives, for device (CUDA: NCCL on device; CPU: Gloo). For NCCL it sets
-// NCCL_NVLS_ENABLE=0 and TORCH_NCCL_BLOCKING_WAIT=1 unless the environment sets them, so that a
-// timed-out collective throws here instead of aborting the process from the watchdog. Gloo
+// and returns its collectives, for device (CUDA: NCCL on device, Gloo for the host's scalars;
+// CPU: Gloo). For NCCL it sets NCCL_NVLS_ENABLE=0 unless the environment sets it, and gives NCCL's
+// watchdog twice the timeout, so the host group's collectives (one every step) name a dead rank
+// first; a build without Gloo's headers waits for NCCL on the host instead, with the timeout. Gloo
 // binds to the local address that routes to env.master_addr (GLOO_SOCKET_IFNAME, when set,
 // names the interface instead). Throws Error kIO when the rendezvous does not complete within
 // timeout (naming MASTER_ADDR:MASTER_PORT), kUnsupported when this build lacks the backend.
