@@ -27,8 +27,8 @@ namespace fs = std::filesystem;
 
 struct DemoOptions {
   std::string output_dir;  // default: ./ember-demo/run-YYYYmmdd-HHMMSS
-  int64_t steps = 1500;
-  int episodes = 40;
+  int64_t steps = 2500;
+  int episodes = 60;
   int trials = 20;
   std::string device = "auto";
 };
@@ -116,8 +116,8 @@ void add_demo_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<DemoOptions>();
   CLI::App* demo = app.add_subcommand("demo", "the main job: collect demonstrations, train a policy, evaluate it (CPU, minutes)");
   demo->add_option("--output_dir", o->output_dir, "where everything goes (default ./ember-demo/run-<time>)");
-  demo->add_option("--steps", o->steps, "training steps (default 1500)");
-  demo->add_option("--episodes", o->episodes, "demonstrations to collect (default 40)");
+  demo->add_option("--steps", o->steps, "training steps (default 2500)");
+  demo->add_option("--episodes", o->episodes, "demonstrations to collect (default 60)");
   demo->add_option("--trials", o->trials, "evaluation episodes (default 20)");
   demo->add_option("--device", o->device, "auto | cuda | cpu");
   demo->callback([o, &action] { action = [o] { return run_demo(*o); }; });
