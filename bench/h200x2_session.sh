@@ -12,6 +12,10 @@
 #   d: (a fresh machine) both builds again, then `small` on 1 and 2 GPUs with each build, every
 #      run alone on the machine (before/after ratios without the collect running beside them),
 #      and a profiled pi05 bench (varlen) summarised by bench/trace_summary.py.
+#   e, f: (a fresh machine) small, then pi05, on 1 and 2 GPUs with this build, the previous
+#      commit's, and variants (see each case); every run alone on the machine.
+#   g, h: the same, small's runs twice and alternating (see each case).
+#   i: (a fresh machine) pi05's `ember bench policy`, this build beside the previous commit's.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -86,4 +90,69 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py "$out"/profile_pi05/*varlen*.json --steps 6 >>"$out/profile_pi05.log" 2>&1
     rm -rf "$out/profile_pi05"
     tail -n 70 "$out/profile_pi05.log" ;;
+  e)
+    # small on 1 and 2 GPUs, every run alone: this build, the previous commit's, and the previous
+    # commit's with OMP_NUM_THREADS=1 (one ATen thread per loader worker, what this build does
+    # by default on CUDA), then this build's ZeRO-1 on 2 GPUs
+    build_both || exit 1
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1
+    export WORKERS=7 STEPS=300 LOG_FREQ=50
+    for phase in 1gpu 2gpu; do
+      PHASE=$phase ZERO=$([[ $phase == 2gpu ]] && echo 1 || echo 0) bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+      OUT="$out/base" EMBER=.prev/base/build-gpu/bin/ember PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+      OMP_NUM_THREADS=1 OUT="$out/base_omp1" EMBER=.prev/base/build-gpu/bin/ember PHASE=$phase \
+        bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    done
+    grep -h "optimizer state" "$out"/*.log | head -2
+    cat "$out/dist_scaling.jsonl" "$out/base/dist_scaling.jsonl" "$out/base_omp1/dist_scaling.jsonl" ;;
+  f)
+    # pi05 on 1 and 2 GPUs (this build: 25 MB buckets, ZeRO-1; 100 MB buckets), and the previous
+    # commit's on 2 GPUs against this build's 1-GPU run; the machine of step e, still warm
+    export WORKERS=7 STEPS=50 LOG_FREQ=10
+    PHASE=all ZERO=1 bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    for d in b100 base; do mkdir -p "$out/$d" && cp "$out/pi05_1gpu.metrics.jsonl" "$out/$d/"; done
+    OUT="$out/b100" PHASE=2gpu EXTRA="--dist.bucket_mb=100" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    grep -h "optimizer state" "$out"/*.log | head -2
+    grep -h pi05 "$out/dist_scaling.jsonl" "$out/b100/dist_scaling.jsonl" ;;
+  g)
+    # small on 1 and 2 GPUs, this build and the previous commit's, alternating, twice (its
+    # figures move by +-10 % from run to run), then this build with 100 MB buckets
+    build_both || exit 1
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1
+    export WORKERS=7 STEPS=300 LOG_FREQ=50
+    for rep in 1 2; do
+      for phase in 1gpu 2gpu; do
+        OUT="$out/after_$rep" PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+        OUT="$out/base_$rep" EMBER=.prev/base/build-gpu/bin/ember PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+      done
+      cat "$out/after_$rep/dist_scaling.jsonl" "$out/base_$rep/dist_scaling.jsonl"
+    done
+    mkdir -p "$out/b100" && cp "$out/after_2/small_1gpu.metrics.jsonl" "$out/b100/"
+    OUT="$out/b100" PHASE=2gpu EXTRA="--dist.bucket_mb=100" bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    cat "$out/b100/dist_scaling.jsonl" ;;
+  h)
+    # after g, on the same warm machine (run with .prev not carried, so that its build stays):
+    # pi05 on 1 and 2 GPUs with this build, with NCCL_MAX_CTAS=8 (fewer SMs for NCCL beside the
+    # backward pass), and the previous commit's build on 2 GPUs
+    export WORKERS=7 STEPS=50 LOG_FREQ=10
+    OUT="$out/after" PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    for d in ctas8 base; do mkdir -p "$out/$d" && cp "$out/after/pi05_1gpu.metrics.jsonl" "$out/$d/"; done
+    NCCL_MAX_CTAS=8 OUT="$out/ctas8" PHASE=2gpu bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    OUT="$out/base" EMBER=.prev/base/build-gpu/bin/ember PHASE=2gpu bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out"/{after,ctas8,base}/dist_scaling.jsonl ;;
+  i)
+    # pi05's bench, varlen and padded: this build and the previous commit's at the same time, one
+    # per GPU (cores 0-15 and 16-31), swapping GPUs between the libero and community streams
+    build_both "ember" || exit 1
+    bench() {  # BUILD_DIR GPU CORES STREAM NAME
+      CUDA_VISIBLE_DEVICES=$2 taskset -c "$3" "$1/bin/ember" bench policy --preset pi05 --stream "$4" --device cuda \
+        --batch_size 16 --warmup 3 --steps 10 >"$out/policy_$5_$4.jsonl" 2>"$out/policy_$5_$4.err"
+    }
+    for stream in libero community; do
+      if [[ $stream == libero ]]; then g_after=0 g_base=1; else g_after=1 g_base=0; fi
+      bench build-gpu $g_after $((g_after * 16))-$((g_after * 16 + 15)) $stream after &
+      bench .prev/base/build-gpu $g_base $((g_base * 16))-$((g_base * 16 + 15)) $stream base &
+      wait
+    done
+    tail -n 3 "$out"/policy_*.jsonl ;;
 esac

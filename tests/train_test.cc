@@ -137,6 +137,25 @@ TEST(Train, ClipGradNormScalesOnlyAboveTheLimit) {
   EXPECT_EQ(bad[0].grad()[1].item<double>(), 1.0);
 }
 
+// A scale (the ranks' 1 / global count) multiplies the gradients before the norm is taken and
+// in the same multiplication as the clipping.
+TEST(Train, ClipGradNormAppliesTheScaleFirst) {
+  auto make = [](std::vector<float> g) {
+    auto p = at::zeros({int64_t(g.size())}).set_requires_grad(true);
+    p.mutable_grad() = at::tensor(g);
+    return p;
+  };
+  std::vector<at::Tensor> a = {make({30, 40})};  // norm 50, scaled 5: clipped to 1
+  EXPECT_NEAR(clip_grad_norm(a, 1.0, at::full({}, 0.1)).item<double>(), 5.0, 1e-5);
+  EXPECT_NEAR(a[0].grad()[0].item<double>(), 0.6, 1e-5);
+  std::vector<at::Tensor> b = {make({3, 4})};  // scaled norm 0.5: below the limit
+  EXPECT_NEAR(clip_grad_norm(b, 1.0, at::full({}, 0.1)).item<double>(), 0.5, 1e-6);
+  EXPECT_NEAR(b[0].grad()[1].item<double>(), 0.4, 1e-6);
+  std::vector<at::Tensor> c = {make({3, 4})};  // no clipping: the scale alone
+  EXPECT_NEAR(clip_grad_norm(c, 0.0, at::full({}, 2.0)).item<double>(), 10.0, 1e-5);
+  EXPECT_NEAR(c[0].grad()[0].item<double>(), 6.0, 1e-5);
+}
+
 TEST(Train, SaveCheckpointFalseWritesNone) {
   test::TempDir dir;
   auto c = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu", "--steps=3",

@@ -91,6 +91,7 @@ struct GradSync {
   std::vector<size_t> bucket_of;             // per parameter
   std::vector<size_t> missing;               // per bucket: gradients not yet accumulated
   std::vector<at::Tensor> flats;             // per bucket, once launched
+  std::vector<at::Tensor> views;             // per parameter: its gradient's place in its bucket
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   size_t launched = 0;  // buckets [0, launched) are in flight
   bool armed = false;
@@ -225,6 +226,7 @@ class C10dCollectives final : public train::Collectives {
     s.missing.clear();
     for (const auto& b : s.buckets) s.missing.push_back(b.size());
     s.flats.assign(s.buckets.size(), at::Tensor());
+    s.views.assign(s.params.size(), at::Tensor());
     s.works.assign(s.buckets.size(), nullptr);
     s.launched = 0;
     s.error.clear();
@@ -262,9 +264,12 @@ class C10dCollectives final : public train::Collectives {
       ++stats_.syncs;
       for (size_t b = 0; b < s.buckets.size(); ++b) {
         s.works[b]->wait();
-        unflatten(s.flats[b], pick(grads, s.buckets[b]));
+        // the parameters' gradients already are the bucket's views; other tensors get a copy
+        for (size_t i : s.buckets[b])
+          if (!grads[i].is_same(s.views[i])) grads[i].copy_(s.views[i]);
       }
       s.flats.assign(s.buckets.size(), at::Tensor());
+      s.views.assign(s.params.size(), at::Tensor());
       s.works.assign(s.buckets.size(), nullptr);
       if (!s.planned) replan();
     });
@@ -347,6 +352,16 @@ class C10dCollectives final : public train::Collectives {
       parts.push_back(p.grad());
     }
     s.flats[b] = flatten(parts);
+    // the gradients become views of the bucket (DDP's gradient_as_bucket_view): the sum lands in
+    // them, with no copy back after the backward pass, and the gradients just copied are freed
+    int64_t offset = 0;
+    for (size_t i : s.buckets[b]) {
+      auto& p = s.params[i];
+      const int64_t n = p.numel();
+      s.views[i] = s.flats[b].view({-1}).narrow(0, offset, n).view(p.sizes());
+      p.mutable_grad() = s.views[i];
+      offset += n;
+    }
     std::vector<at::Tensor> one{s.flats[b]};
     s.works[b] = backend_->allreduce(one);
   }
@@ -526,9 +541,9 @@ std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const a
     if (device.is_cuda()) {
 #ifdef USE_C10D_NCCL
       // NCCL's waits are stream-ordered (no TORCH_NCCL_BLOCKING_WAIT): the host never blocks on a
-      // gradient bucket. A rank that dies or stalls is caught by the host group's collectives
-      // (every step meets there) within the timeout; NCCL's own watchdog, at twice the timeout,
-      // is the backstop.
+      // gradient bucket. A rank that dies or stalls is caught by the host group's barriers (the
+      // trainer's hosts meet at least every 50 steps) within the timeout; NCCL's own watchdog,
+      // at twice the timeout, is the backstop.
       setenv("NCCL_NVLS_ENABLE", "0", 0);
       c10::cuda::set_device(device.index());
       auto o = c10d::ProcessGroupNCCL::Options::create();

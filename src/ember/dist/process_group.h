@@ -1,13 +1,14 @@
 // The trainer's Collectives on PyTorch's c10d: rendezvous through a TCPStore (rank 0 serves it at
 // MASTER_ADDR:MASTER_PORT), NCCL on CUDA devices (one GPU per process), Gloo on CPUs.
 //
-// Gradients are summed in buckets (~25 MB: flattened, all-reduced asynchronously, copied back).
+// Gradients are summed in buckets (~25 MB: flattened, all-reduced asynchronously; the parameters'
+// gradients then are views of their bucket, as DDP's gradient_as_bucket_view, so nothing is
+// copied back).
 // After attach_gradients(), a post-accumulate-grad hook on every parameter counts the gradients
 // of the step's last backward pass; a bucket's all-reduce starts as soon as it is complete (in
 // bucket order, parameters in reverse, as backward produces them), so communication overlaps
 // the rest of the backward pass; reduce_gradients() makes the GPU's stream wait for all of them
-// (on NCCL the host does not block). The host's scalars (the step's token count) and barriers
-// go over a second group, Gloo on the CPU, so they never wait for the GPU's queue. Every
+// (on NCCL the host does not block). The host's scalars and barriers go over a second group, Gloo on the CPU, so they never wait for the GPU's queue. Every
 // collective is bounded by the timeout: a rank that dies or stalls makes the others throw Error
 // naming the rank(s) that fell behind (each rank records its progress in the store at every
 // collective), never hang.

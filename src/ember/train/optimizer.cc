@@ -64,7 +64,7 @@ int64_t AdamW::local_state_bytes() const {
   return n;
 }
 
-at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
@@ -72,10 +72,16 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
   if (grads.empty()) return at::zeros({}, at::kFloat);
   auto norms = at::_foreach_norm(grads, 2.0);
   auto total = at::stack(norms).to(at::kFloat).norm();
-  if (max_norm > 0) {
-    // min(1, max_norm / norm) on the device; a non-finite norm leaves the gradients as they are
-    auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-    coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
+  if (scale.defined()) total = total * scale.to(total.device(), at::kFloat);
+  if (max_norm > 0 || scale.defined()) {
+    // min(1, max_norm / norm) on the device; a non-finite norm leaves the gradients as they are;
+    // one multiplication applies the scale and the clipping together
+    auto coef = at::ones_like(total);
+    if (max_norm > 0) {
+      coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+      coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
+    }
+    if (scale.defined()) coef = coef * scale.to(total.device(), at::kFloat);
     at::_foreach_mul_(grads, coef);
   }
   return total;

@@ -58,7 +58,9 @@ class AdamW final : public Optimizer {
 
 // Global L2 norm of the gradients (fp32); scales them by max_norm / norm when it exceeds
 // max_norm (max_norm <= 0: no clipping). Returns the norm before clipping, as a 0-d tensor on
-// the gradients' device: nothing waits for the GPU.
-at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm);
+// the gradients' device: nothing waits for the GPU. With `scale` (a 0-d tensor), the gradients
+// are first multiplied by it (in the same multiplication as the clipping), and the norm is
+// theirs after that.
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {});
 
 }  // namespace ember::train

@@ -114,49 +114,60 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
     int64_t real_tokens = 0, samples = 0;
     std::string trace;
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (!o.profile.empty() && int(i) == o.warmup) {
-        sync(device);
-        trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
-                                                    model::attention_backend_name(backend) + ".json")).string();
-        start_profiler(device.is_cuda());
-      }
+    // every step's inputs, collated and pinned before any step is timed
+    std::vector<model::PolicyInputs> hosts;
+    for (const auto& b : batches) {
       std::vector<const model::PolicySample*> ptrs;
-      for (const auto& s : batches[i]) ptrs.push_back(&s);
+      for (const auto& s : b) ptrs.push_back(&s);
       auto host = model::collate(ptrs, shape, backend);
-      if (device.is_cuda()) host = host.pin_memory();
-      sync(device);
-      auto t0 = std::chrono::steady_clock::now();
-      auto in = host.to(device);
-      opt.zero_grad();
-      auto autocast = std::make_unique<Bf16Autocast>(bf16);
-      auto mark = [&](double& acc, std::chrono::steady_clock::time_point& since) {
+      hosts.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
+    }
+    // The timed steps run back to back, as in training: the host queues each step while the GPU
+    // runs the one before. Only --phases synchronises inside a step (to time its parts).
+    at::Tensor last_loss_t;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (int(i) == o.warmup) {
+        sync(device);
+        if (!o.profile.empty()) {
+          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
+                                                      model::attention_backend_name(backend) + ".json")).string();
+          start_profiler(device.is_cuda());
+        }
+        t0 = std::chrono::steady_clock::now();
+      }
+      const auto& host = hosts[i];
+      if (o.phases) sync(device);
+      auto since = std::chrono::steady_clock::now();
+      auto mark = [&](double& acc) {
         if (!o.phases) return;
         sync(device);
         auto now = std::chrono::steady_clock::now();
         if (int(i) >= o.warmup) acc += std::chrono::duration<double>(now - since).count();
         since = now;
       };
-      auto since = t0;
-      mark(phase_copy, since);
+      auto in = host.to(device);
+      opt.zero_grad();
+      auto autocast = std::make_unique<Bf16Autocast>(bf16);
+      mark(phase_copy);
       auto out = policy->loss(in);
-      mark(phase_forward, since);
+      mark(phase_forward);
       out.loss.backward();
-      mark(phase_backward, since);
+      mark(phase_backward);
       autocast.reset();
       clip_grad_norm(plist, 1.0);
       opt.step(1e-5);
-      last_loss = out.loss.item<double>();
-      sync(device);
-      mark(phase_optimizer, since);
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      last_loss_t = out.loss.detach();
+      mark(phase_optimizer);
       if (int(i) < o.warmup) continue;
-      timed_s += s;
       samples += host.samples;
       real_flops += model::train_flops(model::real_work(host, shape), shape);
       layout_flops += model::train_flops(model::layout_work(host, shape), shape);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
+    sync(device);
+    timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    last_loss = last_loss_t.item<double>();
     if (!trace.empty()) stop_profiler(trace);
     nlohmann::ordered_json j;
     j["bench"] = "policy";

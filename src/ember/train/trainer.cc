@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -142,6 +143,12 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     // presets get the cores the loader's workers leave
     int cores = usable_cores();
     at::set_num_threads(config.policy.preset == "tiny" ? 1 : std::max(1, cores - int(config.num_workers)));
+  } else if (!std::getenv("OMP_NUM_THREADS")) {
+    // On CUDA the loader's workers are the host's parallelism: one ATen thread each, as in
+    // PyTorch's DataLoader workers. Otherwise each worker's image ops start an OpenMP team as
+    // large as the machine, whose spinning threads take the cores from the thread that launches
+    // the kernels (of every rank on the host).
+    at::set_num_threads(1);
   }
 
   // where the run starts
@@ -299,6 +306,9 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     pending.clear();
   };
   const bool autocast = bf16;
+  // ranks' loss divisor (see the step): about the global count of real action values
+  const double common_divisor = double(std::max<int64_t>(1, config.batch_size * world * shape.horizon));
+  constexpr int64_t kHostMeetingEvery = 50;  // steps, at most, between the ranks' host barriers
   // the profiled steps: [profile_from, profile_to)
   const int64_t profile_to = std::min(config.steps, step + 10 + config.profile_steps);
   const int64_t profile_from = config.profile_steps > 0 ? std::max(step, profile_to - config.profile_steps) : config.steps;
@@ -321,8 +331,13 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     TrainBatch batch = loader.next(&wait_s);
     double lr = schedule.at(step);
     optimizer.zero_grad();
-    double global_count = hooks.collectives ? hooks.collectives->all_reduce_sum(batch.loss_count) : batch.loss_count;
+    // The loss is the mean over the real action values of every rank's samples. One process
+    // knows their count on the host. Ranks divide by a constant common to all of them and
+    // correct the summed gradients by constant / global count on the device: their hosts do
+    // not meet every step, so a host that falls behind for a step does not hold the others.
+    const double divisor = hooks.collectives ? common_divisor : std::max(batch.loss_count, 1.0);
     at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device));
+    at::Tensor step_loss, grad_scale;  // grad_scale: ranks only
     double flops = 0;
     size_t micro_done = 0;
     for (const auto& micro_host : batch.micro) {
@@ -332,7 +347,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       {
         Bf16Autocast bf16_scope(autocast);
         out = policy->loss(micro);
-        (out.loss_sum / std::max(global_count, 1.0)).backward();
+        (out.loss_sum / divisor).backward();
       }
       loss_sum = loss_sum + out.loss_sum.detach();
       flops += model::train_flops(model::real_work(micro_host, shape), shape);
@@ -344,13 +359,18 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
         grads.push_back(p.grad());
       }
       hooks.collectives->reduce_gradients(grads);
-      std::vector<at::Tensor> l{loss_sum};
+      std::vector<at::Tensor> l{loss_sum, at::full({}, batch.loss_count, loss_sum.options())};
       hooks.collectives->all_reduce_sum(l);
+      auto global_count = l[1].clamp_min(1.0);
+      grad_scale = divisor / global_count;
+      step_loss = l[0] / global_count;
+    } else {
+      step_loss = loss_sum / divisor;
     }
-    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm);
+    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm, grad_scale);
     optimizer.step(lr);
     ++step;
-    pending.push_back({step, loss_sum / std::max(global_count, 1.0), grad_norm});
+    pending.push_back({step, step_loss, grad_norm});
     const bool log_step = step % config.log_freq == 0 || step == config.steps;
     const bool save_step = config.save_checkpoint && (step % config.save_freq == 0 || step == config.steps);
     // the host reads the GPU's numbers only here: in between, it queues steps ahead of the GPU
@@ -383,7 +403,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       }
     }
     if (save_step) result.last_checkpoint = save(step, batch.next);
-    if (hooks.collectives && (log_step || save_step)) hooks.collectives->barrier();
+    // the hosts meet here (and so notice a rank that died or stalled, within the timeout)
+    if (hooks.collectives && (log_step || save_step || step % kHostMeetingEvery == 0)) hooks.collectives->barrier();
     if (hooks.keep_going && !hooks.keep_going(step)) break;
   }
   stop_profiling();
