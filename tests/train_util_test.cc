@@ -338,3 +338,19 @@ TEST(TrainConfig, FlagNamesCoverEveryField) {
     EXPECT_TRUE(j.contains(nlohmann::ordered_json::json_pointer(pointer))) << n;
   }
 }
+
+// The loader hint: nothing at or below 20 % of the step time; above it, one line naming the
+// wait, the flag and what to do.
+TEST(DataWaitHint, NamesTheWaitTheFlagAndTheRemedy) {
+  EXPECT_EQ(data_wait_hint(0.0, 4, 16), "");
+  EXPECT_EQ(data_wait_hint(0.2, 4, 16), "");
+  EXPECT_EQ(data_wait_hint(std::nan(""), 4, 16), "");
+  auto h = data_wait_hint(0.39, 12, 32);
+  EXPECT_NE(h.find("39%"), std::string::npos) << h;
+  EXPECT_NE(h.find("--num_workers=12 on 32 cores"), std::string::npos) << h;
+  EXPECT_NE(h.find("raise --num_workers (up to 32)"), std::string::npos) << h;
+  EXPECT_EQ(h.find('\n'), std::string::npos);
+  auto full = data_wait_hint(0.5, 32, 32);
+  EXPECT_EQ(full.find("raise"), std::string::npos) << full;
+  EXPECT_NE(full.find("--dataset.image_size"), std::string::npos) << full;
+}

@@ -44,6 +44,15 @@ int terminal_width(std::FILE* f) {
 
 }  // namespace
 
+std::string data_wait_hint(double wait_frac, int workers, int cores) {
+  if (!(wait_frac > 0.2)) return "";
+  std::string s = "the data loader holds training back: " + std::to_string(int(std::lround(wait_frac * 100))) +
+                  "% of the step time went to waiting for batches, with --num_workers=" + std::to_string(workers) + " on " +
+                  std::to_string(cores) + " cores";
+  if (workers < cores) return s + "; raise --num_workers (up to " + std::to_string(cores) + ")";
+  return s + "; a smaller --dataset.image_size or pre-decoded images would help";
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const int64_t s = int64_t(std::llround(seconds));

@@ -46,6 +46,11 @@ class Stopwatch {
 // "45s", "3m07s", "2h05m", "3d04h": short, for ETAs. Negative or non-finite -> "?".
 std::string format_duration(double seconds);
 
+// A one-line hint when the loader held the steps back: wait_frac of the step time went to
+// waiting for batches (above 20 %), with `workers` loader threads on `cores` usable cores.
+// Empty when the wait is below that.
+std::string data_wait_hint(double wait_frac, int workers, int cores);
+
 // One named number of a logged step ("lr", "grad_norm", "samples_per_s", "mfu", ...).
 using Metric = std::pair<std::string, double>;
 

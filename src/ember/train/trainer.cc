@@ -281,6 +281,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
 
   TrainResult result;
   result.first_step = step;
+  bool data_hint_given = false;
   Window window;
   // Each step's loss and gradient norm stay on the device until the next log line, checkpoint
   // or hook; then one copy brings them all to the host.
@@ -397,6 +398,11 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
           fields.push_back({"peak_mem_gb", double(stats.allocated_bytes[0].peak) / (1 << 30)});
         }
         metrics->log(step, window.loss / window.steps, fields);
+        // once per run, after the first window (warm-up)
+        if (!data_hint_given && step - result.first_step > config.log_freq) {
+          auto hint = data_wait_hint(window.wait_s / window.step_s, lo.workers, usable_cores());
+          if (!hint.empty()) say(hint), data_hint_given = true;
+        }
         window = Window{};
       } else {
         metrics->tick(step);
