@@ -16,6 +16,8 @@
 #      commit's, and variants (see each case); every run alone on the machine.
 #   g, h: the same, small's runs twice and alternating (see each case).
 #   i: (a fresh machine) pi05's `ember bench policy`, this build beside the previous commit's.
+#   j: (a fresh machine) the GPU tests; --bf16_weights on and off (pi05 bench, small 1/2 GPUs);
+#      small at per-GPU batch 128 with enough loader threads.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -155,4 +157,28 @@ case "${1:?a|b|c|d}" in
       wait
     done
     tail -n 3 "$out"/policy_*.jsonl ;;
+  j)
+    # (a fresh machine) the GPU tests, then --bf16_weights on and off in one build: pi05's bench
+    # (GPU 0), small on 1 and 2 GPUs at per-GPU batch 16, and small at batch 128 with loader
+    # threads enough for the 1-GPU run (WORKERS1) and for each of 2 ranks (WORKERS2)
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember libero_like_tool model_policy_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || exit 1
+    build-gpu/bin/model_policy_gpu_test 2>&1 | tail -n 4
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1 &
+    for flag in "" --bf16_weights; do
+      CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --device cuda \
+        --batch_size 16 --warmup 3 --steps 10 $flag 2>/dev/null | tee -a "$out/policy_bf16_weights.jsonl" | tail -n 1
+    done
+    wait
+    export WORKERS=7 STEPS=300 LOG_FREQ=50
+    for w in false true; do
+      for phase in 1gpu 2gpu; do
+        OUT="$out/small_w$w" PHASE=$phase EXTRA="--policy.bf16_weights=$w" bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+      done
+      cat "$out/small_w$w/dist_scaling.jsonl"
+    done
+    OUT="$out/b128" WORKERS="${WORKERS1:-24}" BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=1gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    OUT="$out/b128" WORKERS="${WORKERS2:-14}" BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=2gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    cat "$out/b128/dist_scaling.jsonl" ;;
 esac

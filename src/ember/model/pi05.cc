@@ -156,4 +156,18 @@ at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& in, std::optional<
   return x;
 }
 
+std::vector<at::Tensor> matmul_parameters(Pi05PolicyImpl& policy) {
+  std::vector<at::Tensor> out;
+  for (const auto& m : policy.modules(/*include_self=*/false)) {
+    if (auto* dense = dynamic_cast<DenseImpl*>(m.get())) {
+      out.push_back(dense->weight);
+      if (dense->bias.defined()) out.push_back(dense->bias);
+    } else if (auto* vision = dynamic_cast<VisionTowerImpl*>(m.get())) {
+      out.push_back(vision->patch_weight);
+      out.push_back(vision->patch_bias);
+    }
+  }
+  return out;
+}
+
 }  // namespace ember::model
