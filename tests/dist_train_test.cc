@@ -224,6 +224,12 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
     auto opt = train::make_optimizer(params, {0.9, 0.95, 1e-3, 0.01}, zero, c);
     data::LoaderPosition pos;
     if (c) c->attach_gradients(list);  // buckets all-reduce during the backward pass
+    // ZeRO-1: each gradient is summed onto its owner only; clipping sums the ranks' norms
+    Collectives* norm_over = nullptr;
+    if (auto* z = dynamic_cast<train::ZeroAdamW*>(opt.get())) {
+      EXPECT_TRUE(c->set_gradient_owners(z->owners()));
+      norm_over = c.get();
+    }
     for (int step = 0; step < steps; ++step) {
       opt->zero_grad();
       if (c) c->arm_gradient_sync();
@@ -235,17 +241,22 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
       }
       if (c) c->reduce_gradients(grads);
       if (step == 0)
-        for (auto& [n, p] : params) per_rank[rank].grads[n] = p.grad().clone();
-      train::clip_grad_norm(list, 1.0);
+        for (auto& [n, p] : params) {
+          if (p.grad().defined()) per_rank[rank].grads[n] = p.grad().clone();
+          else EXPECT_TRUE(norm_over) << n << ": no gradient after the all-reduce";
+        }
+      train::clip_grad_norm(list, 1.0, {}, norm_over);
       opt->step(1e-3);
     }
     if (c) {
-      // the tiny policy's gradients fit one bucket; every parameter gets a gradient, so at
-      // every step the bucket starts from the hook of the last gradient to arrive, inside the
-      // backward pass
+      // the tiny policy's gradients fit one bucket (under ZeRO, one per owner: 2); every
+      // parameter gets a gradient, so at every step each bucket starts from the hook of its
+      // last gradient to arrive, inside the backward pass
       auto stats = grad_sync_stats(*c);
       EXPECT_EQ(stats.syncs, steps);
-      EXPECT_EQ(stats.launched_in_backward, steps);
+      EXPECT_EQ(stats.launched_in_backward, steps * (norm_over ? world : 1));
+      // under ZeRO this rank received the sums of its own shard only
+      if (norm_over) EXPECT_LT(per_rank[rank].grads.size(), params.size());
     }
     for (auto& [n, p] : params) per_rank[rank].weights[n] = p.detach().clone();
     for (auto& [n, t] : opt->state()) per_rank[rank].state[n] = t.clone();
@@ -259,6 +270,9 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
   }
   for (int r = 1; r < world; ++r)
     for (auto& [n, w] : per_rank[0].weights) EXPECT_TRUE(at::equal(w, per_rank[r].weights.at(n))) << "rank " << r << " " << n;
+  // under ZeRO each rank holds the summed gradients of its own parameters only: together, all
+  for (int r = 1; r < world; ++r)
+    for (auto& [n, g] : per_rank[r].grads) per_rank[0].grads.emplace(n, g);
   return per_rank[0];
 }
 

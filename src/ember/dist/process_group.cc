@@ -100,6 +100,8 @@ struct GradSync {
   // the plan after it puts those last, in buckets sent after the backward pass, so that they
   // never hold a complete bucket back.
   std::vector<uint8_t> got_grad;  // per parameter, during the first armed backward
+  std::vector<int> owner;          // per parameter (ZeRO), or empty: all-reduce
+  std::vector<int> bucket_owner;   // per bucket, with `owner`
   bool planned = false;
   std::string error;    // a launch that failed inside the backward pass
 };
@@ -220,6 +222,19 @@ class C10dCollectives final : public train::Collectives {
         torch::autograd::impl::set_post_acc_grad_hooks(params[i], std::make_unique<GradReadyHook>(sync_, i, this));
   }
 
+  bool set_gradient_owners(const std::vector<int>& owners) override {
+    if (!sync_ || owners.size() != sync_->params.size()) return false;
+    sync_->owner = owners;
+    if (sync_->planned) {
+      replan();
+    } else {
+      std::vector<size_t> order(owners.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+      plan(order, {});
+    }
+    return true;
+  }
+
   void arm_gradient_sync() override {
     if (!sync_) return;
     auto& s = *sync_;
@@ -264,6 +279,11 @@ class C10dCollectives final : public train::Collectives {
       ++stats_.syncs;
       for (size_t b = 0; b < s.buckets.size(); ++b) {
         s.works[b]->wait();
+        if (!s.owner.empty() && s.bucket_owner[b] != env_.rank) {
+          // another rank's parameters: their sum went to it; this rank holds no gradient for them
+          for (size_t i : s.buckets[b]) s.params[i].mutable_grad() = at::Tensor();
+          continue;
+        }
         // the parameters' gradients already are the bucket's views; other tensors get a copy
         for (size_t i : s.buckets[b])
           if (!grads[i].is_same(s.views[i])) grads[i].copy_(s.views[i]);
@@ -308,16 +328,25 @@ class C10dCollectives final : public train::Collectives {
     }
   }
 
-  // Buckets of `first` (in that order), then of `last`.
+  // Buckets of `first` (in that order), then of `last`; with owners, a new bucket wherever the
+  // owner changes.
   void plan(const std::vector<size_t>& first, const std::vector<size_t>& last) {
     auto& s = *sync_;
     s.buckets.clear();
+    s.bucket_owner.clear();
+    auto owner_of = [&](size_t i) { return s.owner.empty() ? 0 : s.owner[i]; };
     for (const auto* group : {&first, &last}) {
-      std::vector<at::Tensor> tensors;
-      for (size_t i : *group) tensors.push_back(s.params[i]);
-      for (auto members : make_buckets(tensors, bucket_bytes_)) {
-        for (auto& k : members) k = (*group)[k];
-        s.buckets.push_back(std::move(members));
+      for (size_t begin = 0; begin < group->size();) {
+        size_t end = begin;
+        while (end < group->size() && owner_of((*group)[end]) == owner_of((*group)[begin])) ++end;
+        std::vector<at::Tensor> tensors;
+        for (size_t k = begin; k < end; ++k) tensors.push_back(s.params[(*group)[k]]);
+        for (auto members : make_buckets(tensors, bucket_bytes_)) {
+          for (auto& k : members) k = (*group)[begin + k];
+          s.buckets.push_back(std::move(members));
+          s.bucket_owner.push_back(owner_of((*group)[begin]));
+        }
+        begin = end;
       }
     }
     s.bucket_of.assign(s.params.size(), 0);
@@ -363,7 +392,13 @@ class C10dCollectives final : public train::Collectives {
       offset += n;
     }
     std::vector<at::Tensor> one{s.flats[b]};
-    s.works[b] = backend_->allreduce(one);
+    if (s.owner.empty()) {
+      s.works[b] = backend_->allreduce(one);
+    } else {
+      c10d::ReduceOptions o;
+      o.rootRank = s.bucket_owner[b];
+      s.works[b] = backend_->reduce(one, o);
+    }
   }
 
   static std::string progress_key(int rank) { return "ember/progress/" + std::to_string(rank); }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ember/core/error.h"
+#include "ember/train/trainer.h"
 
 namespace ember::train {
 
@@ -64,14 +65,25 @@ int64_t AdamW::local_state_bytes() const {
   return n;
 }
 
-at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale) {
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
+                          Collectives* sum_over_ranks) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return at::zeros({}, at::kFloat);
-  auto norms = at::_foreach_norm(grads, 2.0);
-  auto total = at::stack(norms).to(at::kFloat).norm();
+  at::Tensor total;
+  if (sum_over_ranks) {
+    // this rank's share of the squared norm, summed over the ranks (collective: every rank
+    // takes part, with or without gradients of its own)
+    at::Tensor square = grads.empty() ? at::zeros({}, params.empty() ? at::TensorOptions() : params[0].options().dtype(at::kFloat))
+                                      : at::stack(at::_foreach_norm(grads, 2.0)).to(at::kFloat).pow(2).sum();
+    std::vector<at::Tensor> one{square.reshape({1})};
+    sum_over_ranks->all_reduce_sum(one);
+    total = one[0].reshape({}).sqrt();
+  } else {
+    if (grads.empty()) return at::zeros({}, at::kFloat);
+    total = at::stack(at::_foreach_norm(grads, 2.0)).to(at::kFloat).norm();
+  }
   if (scale.defined()) total = total * scale.to(total.device(), at::kFloat);
   if (max_norm > 0 || scale.defined()) {
     // min(1, max_norm / norm) on the device; a non-finite norm leaves the gradients as they are;
@@ -82,7 +94,7 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
       coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
     }
     if (scale.defined()) coef = coef * scale.to(total.device(), at::kFloat);
-    at::_foreach_mul_(grads, coef);
+    if (!grads.empty()) at::_foreach_mul_(grads, coef);
   }
   return total;
 }

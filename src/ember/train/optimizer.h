@@ -13,6 +13,8 @@
 
 namespace ember::train {
 
+class Collectives;  // trainer.h
+
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.01;
 };
@@ -60,7 +62,9 @@ class AdamW final : public Optimizer {
 // max_norm (max_norm <= 0: no clipping). Returns the norm before clipping, as a 0-d tensor on
 // the gradients' device: nothing waits for the GPU. With `scale` (a 0-d tensor), the gradients
 // are first multiplied by it (in the same multiplication as the clipping), and the norm is
-// theirs after that.
-at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {});
+// theirs after that. With `sum_over_ranks` (ZeRO: each rank holds the gradients of its own
+// parameters), the squared norms of every rank's gradients are summed (a collective).
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {},
+                          Collectives* sum_over_ranks = nullptr);
 
 }  // namespace ember::train

@@ -197,6 +197,11 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   for (const auto& [n, p] : params) param_list.push_back(p);
   // gradient buckets all-reduce while the backward pass still runs (see Collectives)
   if (hooks.collectives) hooks.collectives->attach_gradients(param_list);
+  // ZeRO-1: each gradient is summed onto the rank that updates its parameter only (the
+  // reduce-scatter); clipping then sums the ranks' squared norms
+  Collectives* norm_over_ranks = nullptr;
+  if (auto* zero = dynamic_cast<ZeroAdamW*>(&optimizer); zero && hooks.collectives)
+    if (hooks.collectives->set_gradient_owners(zero->owners())) norm_over_ranks = hooks.collectives.get();
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
 
@@ -376,7 +381,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       if (bf16_weights) bf16_weights->restore();
       step_loss = loss_sum / divisor;
     }
-    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm, grad_scale);
+    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm, grad_scale, norm_over_ranks);
     optimizer.step(lr);
     ++step;
     pending.push_back({step, step_loss, grad_norm});

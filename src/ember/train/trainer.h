@@ -40,6 +40,14 @@ class Collectives {
   // params[i].grad(), all defined) completes the sum over ranks. The defaults sum after the
   // backward pass.
   virtual void attach_gradients(const std::vector<at::Tensor>& params) { (void)params; }
+  // ZeRO: owners[i] is the rank that updates params[i] (after attach_gradients). An
+  // implementation that returns true then sums each gradient onto its owner only (a reduce per
+  // bucket, no bucket spanning two owners: ZeRO's reduce-scatter), and reduce_gradients leaves
+  // the gradients of other ranks' parameters undefined. false: gradients stay all-reduced.
+  virtual bool set_gradient_owners(const std::vector<int>& owners) {
+    (void)owners;
+    return false;
+  }
   virtual void arm_gradient_sync() {}
   virtual void reduce_gradients(std::vector<at::Tensor>& grads) { all_reduce_sum(grads); }
   virtual void barrier() = 0;

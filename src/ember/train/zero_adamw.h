@@ -2,8 +2,10 @@
 // job. Each rank owns a contiguous range of parameters (balanced by element count), keeps the
 // state of those only and updates them with the fused AdamW kernel; then every rank's updated
 // parameters are broadcast from their owner (an all-gather of the shards, in ~25 MB buckets).
-// Gradients arrive already summed over the ranks (the trainer's all-reduce, which clipping by
-// the global norm needs); each rank reads only its own shard of them.
+// The trainer hands owners() to its collectives (set_gradient_owners): each gradient bucket is
+// then summed onto its owner only (a reduce per bucket, ZeRO's reduce-scatter), the other
+// ranks drop their copy, and clipping sums the ranks' squared norms. Each rank reads only its
+// own shard of the gradients.
 //
 // Checkpoints hold the full state under AdamW's names (state() gathers it), so a run saved with
 // any number of ranks, sharded or not, resumes on any other.
