@@ -16,8 +16,9 @@
 #      commit's, and variants (see each case); every run alone on the machine.
 #   g, h: the same, small's runs twice and alternating (see each case).
 #   i: (a fresh machine) pi05's `ember bench policy`, this build beside the previous commit's.
-#   j: (a fresh machine) the GPU tests; --bf16_weights on and off (pi05 bench, small 1/2 GPUs);
-#      small at per-GPU batch 128 with enough loader threads.
+#   j: (a fresh machine) the GPU tests; --bf16_weights on and off (pi05 bench, small 1/2 GPUs).
+#   k: (after j, nothing carried) small at per-GPU batch 128 with enough loader threads; pi05 on
+#      1 and 2 GPUs with and without ZeRO-1.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -174,11 +175,18 @@ case "${1:?a|b|c|d}" in
     export WORKERS=7 STEPS=300 LOG_FREQ=50
     for w in false true; do
       for phase in 1gpu 2gpu; do
-        OUT="$out/small_w$w" PHASE=$phase EXTRA="--policy.bf16_weights=$w" bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+        OUT="$out/small_w$w" PHASE=$phase EXTRA="--policy.bf16_weights=$w" ZERO=$([[ $w == false ]] && echo 1 || echo 0) \
+          bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
       done
       cat "$out/small_w$w/dist_scaling.jsonl"
     done
+    ;;
+  k)
+    # after j, on the same warm machine (run with nothing carried, so that its build stays):
+    # small at batch 128 with enough loader threads; ZeRO-1 (reduce onto owners) for both presets
     OUT="$out/b128" WORKERS="${WORKERS1:-24}" BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=1gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
     OUT="$out/b128" WORKERS="${WORKERS2:-14}" BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=2gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
-    cat "$out/b128/dist_scaling.jsonl" ;;
+    cat "$out/b128/dist_scaling.jsonl"
+    WORKERS=7 STEPS=50 LOG_FREQ=10 ZERO=1 PHASE=all OUT="$out/pi05" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out/pi05/dist_scaling.jsonl" ;;
 esac
