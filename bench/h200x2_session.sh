@@ -164,8 +164,9 @@ case "${1:?a|b|c|d}" in
     # threads enough for the 1-GPU run (WORKERS1) and for each of 2 ranks (WORKERS2)
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
-    EMBER_TARGETS="ember libero_like_tool model_policy_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || exit 1
+    EMBER_TARGETS="ember libero_like_tool model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || exit 1
     build-gpu/bin/model_policy_gpu_test 2>&1 | tail -n 4
+    build-gpu/bin/train_gpu_test 2>&1 | tail -n 3
     CUDA_VISIBLE_DEVICES=1 build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1 &
     for flag in "" --bf16_weights; do
       CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --device cuda \

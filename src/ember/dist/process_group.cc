@@ -577,8 +577,9 @@ std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const a
 #ifdef USE_C10D_NCCL
       // NCCL's waits are stream-ordered (no TORCH_NCCL_BLOCKING_WAIT): the host never blocks on a
       // gradient bucket. A rank that dies or stalls is caught by the host group's barriers (the
-      // trainer's hosts meet at least every 50 steps) within the timeout; NCCL's own watchdog,
-      // at twice the timeout, is the backstop.
+      // trainer's hosts meet at least every 50 steps and run at most 2 steps ahead of their
+      // GPUs) within about twice the timeout; NCCL's own watchdog, at twice the timeout, is the
+      // backstop.
       setenv("NCCL_NVLS_ENABLE", "0", 0);
       c10::cuda::set_device(device.index());
       auto o = c10d::ProcessGroupNCCL::Options::create();

@@ -1,9 +1,12 @@
 #include "ember/train/cuda_setup.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAAllocatorConfig.h>
 
 #include <cstdlib>
+#include <thread>
 
 namespace ember::train {
 
@@ -26,6 +29,31 @@ Bf16Autocast::~Bf16Autocast() {
   if (!enabled_) return;
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
+}
+
+}  // namespace ember::train
+
+namespace ember::train {
+
+struct GpuLag::Events {
+  std::deque<at::cuda::CUDAEvent> in_flight;
+};
+
+GpuLag::GpuLag(at::Device device, int steps) : device_(device), steps_(std::max(1, steps)), events_(std::make_unique<Events>()) {}
+GpuLag::~GpuLag() = default;
+
+bool GpuLag::mark(std::chrono::milliseconds timeout) {
+  auto& q = events_->in_flight;
+  q.emplace_back();
+  q.back().record(c10::cuda::getCurrentCUDAStream(device_.index()));
+  if (int(q.size()) <= steps_) return true;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!q.front().query()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  q.pop_front();
+  return true;
 }
 
 }  // namespace ember::train

@@ -2,6 +2,12 @@
 // allocating new blocks for every new batch shape (packed batches change shape every step).
 #pragma once
 
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+
 namespace ember::train {
 
 // Call once before the first CUDA allocation; a no-op when PYTORCH_CUDA_ALLOC_CONF is set
@@ -23,6 +29,28 @@ class Bf16Autocast {
 
  private:
   bool enabled_;
+};
+
+}  // namespace ember::train
+
+namespace ember::train {
+
+// Keeps the host at most `steps` steps ahead of a CUDA device's current stream: mark() after
+// each step records an event there and, once more than `steps` are in flight, waits for the
+// oldest (polling, so that the wait is bounded). A data-parallel host never blocks for long
+// on its own GPU, yet cannot run far ahead of a GPU stuck in a collective either.
+class GpuLag {
+ public:
+  GpuLag(at::Device device, int steps);
+  ~GpuLag();
+  // false when the oldest step did not finish within `timeout`.
+  bool mark(std::chrono::milliseconds timeout);
+
+ private:
+  struct Events;
+  at::Device device_;
+  int steps_;
+  std::unique_ptr<Events> events_;
 };
 
 }  // namespace ember::train

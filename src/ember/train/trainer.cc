@@ -320,6 +320,11 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   // ranks' loss divisor (see the step): about the global count of real action values
   const double common_divisor = double(std::max<int64_t>(1, config.batch_size * world * shape.horizon));
   constexpr int64_t kHostMeetingEvery = 50;  // steps, at most, between the ranks' host barriers
+  // ranks on CUDA: the host runs at most 2 steps ahead of its GPU, with a bounded wait, so that a
+  // rank that stops is named (by the barrier) instead of every host blocking in a kernel launch
+  std::unique_ptr<GpuLag> gpu_lag;
+  if (device.is_cuda() && hooks.collectives) gpu_lag = std::make_unique<GpuLag>(device, 2);
+  const auto dist_timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
   // the profiled steps: [profile_from, profile_to)
   const int64_t profile_to = std::min(config.steps, step + 10 + config.profile_steps);
   const int64_t profile_from = config.profile_steps > 0 ? std::max(step, profile_to - config.profile_steps) : config.steps;
@@ -385,6 +390,13 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     optimizer.step(lr);
     ++step;
     pending.push_back({step, step_loss, grad_norm});
+    if (gpu_lag && !gpu_lag->mark(dist_timeout)) {
+      // this GPU is stuck in a collective: the hosts' barrier names the rank that stopped
+      hooks.collectives->barrier();
+      throw Error(ErrorKind::kIO, "rank " + std::to_string(rank) + ": the GPU has not finished step " + std::to_string(step - 2) +
+                                      " within --dist.timeout_s=" + std::to_string(int64_t(config.dist.timeout_s)) +
+                                      ": a collective is waiting for a rank that stopped");
+    }
     const bool log_step = step % config.log_freq == 0 || step == config.steps;
     const bool save_step = config.save_checkpoint && (step % config.save_freq == 0 || step == config.steps);
     // the host reads the GPU's numbers only here: in between, it queues steps ahead of the GPU
