@@ -27,12 +27,54 @@ std::vector<PolicySample> samples_for(const PolicyShape& shape, int n) {
   return out;
 }
 
-TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+// `small`'s widths with few layers
+PolicyShape test_shape(int layers) {
   auto shape = preset_shape("small");
-  shape.lm.layers = shape.expert.layers = 3;
+  shape.lm.layers = shape.expert.layers = layers;
   shape.vision.layers = 2;
   shape.vocab = 1024;
+  return shape;
+}
+
+struct LossAndGrads {
+  double loss;
+  std::vector<at::Tensor> grads;  // per parameter (zeros where none), fp32
+};
+
+// One bf16-autocast forward and backward pass from zeroed gradients; with `weights`, through
+// its bf16 copies (cast before, restored after).
+LossAndGrads bf16_pass(Pi05Policy& policy, const PolicyInputs& in, const at::Tensor& noise, const at::Tensor& time,
+                       train::Bf16Weights* weights = nullptr) {
+  policy->zero_grad();
+  if (weights) weights->cast();
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto out = policy->loss(in, noise, time);
+  out.loss.backward();
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  if (weights) weights->restore();
+  LossAndGrads r{out.loss.item<double>(), {}};
+  for (const auto& p : policy->parameters()) {
+    EXPECT_EQ(p.scalar_type(), at::kFloat);
+    r.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+  }
+  return r;
+}
+
+// Every gradient within tol of the largest value of its reference.
+void expect_grads_close(const LossAndGrads& a, const LossAndGrads& ref, double tol, Pi05Policy& policy) {
+  auto names = policy->named_parameters();
+  ASSERT_EQ(a.grads.size(), ref.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    double scale = std::max(ref.grads[i].abs().max().item<double>(), 1e-6);
+    EXPECT_LT((a.grads[i] - ref.grads[i]).abs().max().item<double>() / scale, tol) << names[i].key();
+  }
+}
+
+TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  auto shape = test_shape(3);
   auto samples = samples_for(shape, 6);
   std::vector<const PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
@@ -42,28 +84,10 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   policy->to(cuda);
   auto noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
   auto time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
-  auto run = [&](AttentionBackend backend) {
-    policy->zero_grad();
-    auto in = collate(ptrs, shape, backend).to(cuda);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto out = policy->loss(in, noise, time);
-    out.loss.backward();
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
-    std::vector<at::Tensor> g;
-    for (const auto& p : policy->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
-    return std::make_pair(out.loss.item<double>(), g);
-  };
-  auto [lv, gv] = run(AttentionBackend::kVarlen);
-  auto [lp, gp] = run(AttentionBackend::kPadded);
-  EXPECT_NEAR(lv, lp, 2e-2 * std::abs(lp));
-  auto names = policy->named_parameters();
-  for (size_t i = 0; i < gv.size(); ++i) {
-    double scale = std::max(gp[i].abs().max().item<double>(), 1e-6);
-    double err = (gv[i] - gp[i]).abs().max().item<double>() / scale;
-    EXPECT_LT(err, 2e-2) << names[i].key();
-  }
+  auto varlen = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda), noise, time);
+  auto padded = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kPadded).to(cuda), noise, time);
+  EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
+  expect_grads_close(varlen, padded, 2e-2, policy);
 }
 
 // On CUDA, bf16 weight copies made once per step give autocast's loss and gradients: the same
@@ -71,10 +95,7 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
 // (a bf16 rounding step: 1e-2 of each tensor's largest value).
 TEST(Pi05PolicyCuda, Bf16WeightsMatchAutocastCasts) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  auto shape = preset_shape("small");
-  shape.lm.layers = shape.expert.layers = 2;
-  shape.vision.layers = 2;
-  shape.vocab = 1024;
+  auto shape = test_shape(2);
   auto samples = samples_for(shape, 4);
   std::vector<const PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
@@ -82,33 +103,14 @@ TEST(Pi05PolicyCuda, Bf16WeightsMatchAutocastCasts) {
   auto in = collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda);
   auto noise = at::randn({4, shape.horizon, shape.max_action_dim}).to(cuda);
   auto time = (at::rand({4}) * 0.9 + 0.05).to(cuda);
-  auto run = [&](bool copies) {
-    at::manual_seed(5);
-    Pi05Policy policy(shape);
-    policy->to(cuda);
-    std::unique_ptr<train::Bf16Weights> weights;
-    if (copies) weights = std::make_unique<train::Bf16Weights>(matmul_parameters(*policy)), weights->cast();
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    auto out = policy->loss(in, noise, time);
-    out.loss.backward();
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
-    if (weights) weights->restore();
-    std::vector<at::Tensor> g;
-    for (const auto& p : policy->parameters()) {
-      EXPECT_EQ(p.scalar_type(), at::kFloat);
-      g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
-    }
-    return std::make_pair(out.loss.item<double>(), g);
-  };
-  auto [la, ga] = run(false);
-  auto [lb, gb] = run(true);
-  EXPECT_NEAR(la, lb, 1e-5 * std::abs(la));
-  for (size_t i = 0; i < ga.size(); ++i) {
-    double scale = std::max(ga[i].abs().max().item<double>(), 1e-6);
-    EXPECT_LT((gb[i] - ga[i]).abs().max().item<double>() / scale, 1e-2) << i;
-  }
+  at::manual_seed(5);
+  Pi05Policy policy(shape);
+  policy->to(cuda);
+  auto casts = bf16_pass(policy, in, noise, time);
+  train::Bf16Weights weights(matmul_parameters(*policy));
+  auto copies = bf16_pass(policy, in, noise, time, &weights);
+  EXPECT_NEAR(copies.loss, casts.loss, 1e-5 * std::abs(casts.loss));
+  expect_grads_close(copies, casts, 1e-2, policy);
 }
 
 }  // namespace
