@@ -1,7 +1,9 @@
 // `ember bench policy`: the policy's training speed per attention backend (see
-// src/ember/train/policy_bench.h).
+// src/ember/train/policy_bench.h); `ember bench loader`: the training loader's speed per number
+// of threads (src/ember/train/loader_bench.h).
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/train/loader_bench.h"
 #include "ember/train/policy_bench.h"
 
 namespace ember::cli {
@@ -31,6 +33,24 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
         opts.backends = {*attention};
       }
       train::run_policy_bench(opts);
+      return 0;
+    };
+  });
+
+  auto lo = std::make_shared<train::LoaderBenchOptions>();
+  CLI::App* loader = bench->add_subcommand("loader", "training loader speed (no training): samples/s per number of threads");
+  loader->add_option("ROOT", lo->root, "a LeRobot dataset")->required();
+  loader->add_option("--preset", lo->preset, "the policy whose shapes the samples take: tiny | small | pi05");
+  loader->add_option("--attention", lo->attention, "varlen | padded (the batch layout)");
+  loader->add_option("--batch_size", lo->batch_size, "samples per batch");
+  loader->add_option("--workers", lo->workers, "sample-building threads; several values: one line each")->delimiter(',');
+  loader->add_option("--warmup", lo->warmup, "untimed batches first");
+  loader->add_option("--steps", lo->steps, "timed batches");
+  loader->add_option("--image_shift", lo->image_shift, "> 0: random image shifts, as --dataset.image_transforms");
+  loader->add_flag("--pin_memory", lo->pin_memory, "pin each batch, as ember train does on CUDA");
+  loader->callback([lo, &action] {
+    action = [lo] {
+      train::run_loader_bench(*lo);
       return 0;
     };
   });

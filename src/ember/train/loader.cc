@@ -24,6 +24,7 @@ Loader::~Loader() {
 }
 
 TrainBatch Loader::build(const data::LoaderPosition& position) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto share = sampler_.next_batch(position, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
   // build this rank's samples on the pool
   std::vector<std::future<model::PolicySample>> futures;
@@ -37,8 +38,10 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
   }
   std::vector<model::PolicySample> samples;
   for (auto& f : futures) samples.push_back(f.get());
+  const auto t1 = std::chrono::steady_clock::now();
 
   TrainBatch batch;
+  batch.build_s = std::chrono::duration<double>(t1 - t0).count();
   batch.position = position;
   batch.next = share.next;
   batch.samples = int64_t(samples.size());
@@ -64,6 +67,7 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
     batch.loss_count += in.action_mask.sum().item<double>();
     batch.micro.push_back(options_.pin_memory ? in.pin_memory() : std::move(in));
   }
+  batch.collate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   return batch;
 }
 

@@ -40,6 +40,9 @@ struct TrainBatch {
   double loss_count = 0;                   // entries the loss counts (action mask sum)
   data::LoaderPosition position;           // where this step started
   data::LoaderPosition next;               // the global position after this step
+  // the producer's wall time on this step: building the samples on the pool (decode, tokenise)
+  // and laying them out (pack, collate, pin)
+  double build_s = 0, collate_s = 0;
 };
 
 class Loader {
