@@ -19,6 +19,9 @@
 #   j: (a fresh machine) the GPU tests; --bf16_weights on and off (pi05 bench, small 1/2 GPUs).
 #   k: (after j, nothing carried) small at per-GPU batch 128 with enough loader threads; pi05 on
 #      1 and 2 GPUs with and without ZeRO-1.
+#   l: (a fresh machine) this build and the previous commit's: `ember bench loader` at batch 128
+#      (pinned, 8/16/24 threads) with each, then small at per-GPU batch 128 on 1 and 2 GPUs.
+#   m: (after l, nothing carried) pi05 on 1 GPU and on 2 GPUs with --dist.reduce_dtype fp32 and bf16.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -190,4 +193,22 @@ case "${1:?a|b|c|d}" in
     cat "$out/b128/dist_scaling.jsonl"
     WORKERS=7 STEPS=50 LOG_FREQ=10 ZERO=1 PHASE=all OUT="$out/pi05" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
     cat "$out/pi05/dist_scaling.jsonl" ;;
+  l)
+    build_both "ember libero_like_tool" || exit 1
+    build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1
+    for b in build-gpu .prev/base/build-gpu; do
+      for attention in varlen padded; do
+        "$b/bin/ember" bench loader $data --batch_size 128 --workers 8,16,24 --steps 10 --warmup 2 --pin_memory \
+          --attention $attention 2>&1 | sed "s|^{|{\"build\":\"$b\",|" | tee -a "$out/loader.jsonl" | cut -c1-60,180-
+      done
+    done
+    OUT="$out/b128" WORKERS=24 BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=1gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    OUT="$out/b128" WORKERS=14 BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=2gpu bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    cat "$out/b128/dist_scaling.jsonl" ;;
+  m)
+    export WORKERS=7 STEPS=50 LOG_FREQ=10
+    OUT="$out/fp32" PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    mkdir -p "$out/bf16" && cp "$out/fp32/pi05_1gpu.metrics.jsonl" "$out/bf16/"
+    OUT="$out/bf16" PHASE=2gpu EXTRA="--dist.reduce_dtype=bf16" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out"/{fp32,bf16}/dist_scaling.jsonl ;;
 esac

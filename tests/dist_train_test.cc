@@ -59,7 +59,7 @@ int free_port() {
 // Runs body(rank, collectives) on `world` threads joined into one Gloo job; rethrows the first
 // error.
 void run_ranks(int world, const std::function<void(int, std::shared_ptr<Collectives>)>& body,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+               std::chrono::milliseconds timeout = std::chrono::seconds(30), bool bf16_gradients = false) {
   int port = free_port();
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
@@ -71,7 +71,7 @@ void run_ranks(int world, const std::function<void(int, std::shared_ptr<Collecti
         env.rank = env.local_rank = r;
         env.world_size = env.local_world_size = world;
         env.master_port = port;
-        body(r, make_collectives(env, at::kCPU, timeout));
+        body(r, make_collectives(env, at::kCPU, timeout, ember::dist::kBucketBytes, bf16_gradients));
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -118,6 +118,32 @@ TEST(DistCollectives, AllReduceBroadcastBarrierOverLoopback) {
     EXPECT_TRUE(at::all(b[1] == 10).item<bool>());
     c->barrier();
   });
+}
+
+// --dist.reduce_dtype=bf16: the gradient buckets travel as bf16 and come back into the fp32
+// gradients; other all-reduces stay exact.
+TEST(DistCollectives, Bf16GradientsAreSummedAsBf16Copies) {
+  run_ranks(
+      2,
+      [](int rank, std::shared_ptr<Collectives> c) {
+        // 1 + 2^-12 is not a bf16 value (8 significant bits): a bf16 sum rounds it away
+        const float fine = 1.0f + 1.0f / 4096;
+        std::vector<at::Tensor> params = {at::zeros({1000}).requires_grad_(), at::zeros({3, 5}).requires_grad_()};
+        c->attach_gradients(params);
+        c->arm_gradient_sync();
+        auto loss = (params[0] * fine * float(rank + 1)).sum() + (params[1] * fine).sum();
+        loss.backward();
+        std::vector<at::Tensor> grads = {params[0].grad(), params[1].grad()};
+        c->reduce_gradients(grads);
+        for (const auto& g : grads) EXPECT_EQ(g.scalar_type(), at::kFloat);
+        // exact fp32 sums would be 3 * fine and 2 * fine; bf16 rounds fine to 1 before summing
+        EXPECT_TRUE(at::all(params[0].grad() == 3.0f).item<bool>()) << params[0].grad()[0].item<float>();
+        EXPECT_TRUE(at::all(params[1].grad() == 2.0f).item<bool>()) << params[1].grad()[0][0].item<float>();
+        std::vector<at::Tensor> exact = {at::full({4}, fine)};
+        c->all_reduce_sum(exact);
+        EXPECT_TRUE(at::all(exact[0] == 2 * fine).item<bool>());
+      },
+      std::chrono::seconds(30), /*bf16_gradients=*/true);
 }
 
 TEST(DistCollectives, DeadRankIsNamedWithinTheTimeout) {

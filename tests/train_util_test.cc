@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
 #include "ember/train/metrics.h"
 #include "ember/train/schedule.h"
 #include "ember/train/train_config.h"
@@ -355,4 +357,28 @@ TEST(DataWaitHint, NamesTheWaitTheFlagAndTheRemedy) {
   auto full = data_wait_hint(0.5, 32, 32);
   EXPECT_EQ(full.find("raise"), std::string::npos) << full;
   EXPECT_NE(full.find("--dataset.image_size"), std::string::npos) << full;
+}
+
+// The loader's pool runs a batch's per-image copies with parallel_for.
+TEST(ThreadPool, ParallelForRunsEveryIndexOnceAndRethrowsAfterAllFinish) {
+  ember::ThreadPool pool(3);
+  std::vector<std::atomic<int>> hits(1000);
+  pool.parallel_for(int64_t(hits.size()), [&](int64_t i) { hits[size_t(i)]++; });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  pool.parallel_for(0, [&](int64_t) { FAIL() << "no index to run"; });
+
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.parallel_for(100,
+                                 [&](int64_t i) {
+                                   ran++;
+                                   if (i == 7) throw ember::Error(ember::ErrorKind::kCorruption, "frame 7");
+                                 }),
+               ember::Error);
+  // every task had returned: nothing touches `ran` any more, and the pool still works
+  const int after = ran.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ran.load(), after);
+  std::atomic<int> again{0};
+  pool.parallel_for(10, [&](int64_t) { again++; });
+  EXPECT_EQ(again.load(), 10);
 }

@@ -42,7 +42,8 @@ int run_train(const std::vector<std::string>& args) {
     at::Device device = cuda ? at::Device(at::kCUDA, c10::DeviceIndex(env.local_rank)) : at::Device(at::kCPU);
     if (env.rank == 0) std::fprintf(stderr, "ember train: %s, %s\n", dist::describe(env).c_str(), cuda ? "NCCL" : "Gloo");
     auto timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
-    hooks.collectives = dist::make_collectives(env, device, timeout, int64_t(config.dist.bucket_mb * (1 << 20)));
+    hooks.collectives = dist::make_collectives(env, device, timeout, int64_t(config.dist.bucket_mb * (1 << 20)),
+                                                   config.dist.reduce_dtype == "bf16");
     auto result = train::train(config, hooks);
     if (env.rank == 0) report(result);
     return 0;

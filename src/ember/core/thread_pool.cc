@@ -27,6 +27,24 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+  const int64_t tasks = std::min<int64_t>(n, int64_t(workers_.size()));
+  std::vector<std::future<void>> done;
+  for (int64_t t = 0; t < tasks; ++t)
+    done.push_back(submit([&fn, t, tasks, n] {
+      for (int64_t i = t; i < n; i += tasks) fn(i);
+    }));
+  std::exception_ptr first;
+  for (auto& d : done) {  // every task finishes before fn goes out of scope
+    try {
+      d.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
 void ThreadPool::run() {
   for (;;) {
     std::function<void()> task;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <future>
@@ -39,6 +40,11 @@ class ThreadPool {
     cv_.notify_one();
     return result;
   }
+
+  // Runs fn(i) for every i in [0, n) on the workers (one task per worker, interleaved indices)
+  // and returns when all are done; rethrows the first exception after the others have finished.
+  // Must not be called from one of this pool's own tasks (it would wait on itself).
+  void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 
  private:
   void run();

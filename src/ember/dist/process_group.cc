@@ -91,10 +91,12 @@ struct GradSync {
   std::vector<size_t> bucket_of;             // per parameter
   std::vector<size_t> missing;               // per bucket: gradients not yet accumulated
   std::vector<at::Tensor> flats;             // per bucket, once launched
+  std::vector<at::Tensor> wires;             // per bucket: what goes over the wire (flats, or a bf16 copy)
   std::vector<at::Tensor> views;             // per parameter: its gradient's place in its bucket
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   size_t launched = 0;  // buckets [0, launched) are in flight
   bool armed = false;
+  bool bf16_wire = false;  // fp32 buckets are summed as bf16 copies (DDP's bf16_compress_hook)
   // The first sync learns which parameters get gradients on some rank (the last LM layer's
   // query/MLP weights get none in pi0.5: the action expert reads only its keys and values);
   // the plan after it puts those last, in buckets sent after the backward pass, so that they
@@ -123,9 +125,9 @@ class C10dCollectives final : public train::Collectives {
   // scalars and barriers (on CPU, the same backend)
   C10dCollectives(const DistEnv& env, c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<c10d::Backend> backend,
                   c10::intrusive_ptr<c10d::Backend> host, at::Device device, std::chrono::milliseconds timeout,
-                  int64_t bucket_bytes)
+                  int64_t bucket_bytes, bool bf16_gradients)
       : env_(env), store_(std::move(store)), backend_(std::move(backend)), host_(std::move(host)), device_(device),
-        timeout_(timeout), bucket_bytes_(bucket_bytes) {
+        timeout_(timeout), bucket_bytes_(bucket_bytes), bf16_gradients_(bf16_gradients) {
     // a heartbeat on its own store connection: a rank that stops beating has died or stalled,
     // which names it when a collective fails while every rank had reached it
     heartbeat_store_ = store_->clone();
@@ -213,6 +215,7 @@ class C10dCollectives final : public train::Collectives {
   void attach_gradients(const std::vector<at::Tensor>& params) override {
     sync_ = std::make_shared<GradSync>();
     sync_->params = params;
+    sync_->bf16_wire = bf16_gradients_;
     sync_->got_grad.assign(params.size(), 0);
     std::vector<size_t> order(params.size());
     for (size_t i = 0; i < params.size(); ++i) order[i] = params.size() - 1 - i;
@@ -241,6 +244,7 @@ class C10dCollectives final : public train::Collectives {
     s.missing.clear();
     for (const auto& b : s.buckets) s.missing.push_back(b.size());
     s.flats.assign(s.buckets.size(), at::Tensor());
+    s.wires.assign(s.buckets.size(), at::Tensor());
     s.views.assign(s.params.size(), at::Tensor());
     s.works.assign(s.buckets.size(), nullptr);
     s.launched = 0;
@@ -284,11 +288,14 @@ class C10dCollectives final : public train::Collectives {
           for (size_t i : s.buckets[b]) s.params[i].mutable_grad() = at::Tensor();
           continue;
         }
-        // the parameters' gradients already are the bucket's views; other tensors get a copy
+        // a bf16 sum comes back into the fp32 bucket; the parameters' gradients already are the
+        // bucket's views; other tensors get a copy
+        if (!s.wires[b].is_same(s.flats[b])) s.flats[b].copy_(s.wires[b]);
         for (size_t i : s.buckets[b])
           if (!grads[i].is_same(s.views[i])) grads[i].copy_(s.views[i]);
       }
       s.flats.assign(s.buckets.size(), at::Tensor());
+      s.wires.assign(s.buckets.size(), at::Tensor());
       s.views.assign(s.params.size(), at::Tensor());
       s.works.assign(s.buckets.size(), nullptr);
       if (!s.planned) replan();
@@ -391,7 +398,8 @@ class C10dCollectives final : public train::Collectives {
       p.mutable_grad() = s.views[i];
       offset += n;
     }
-    std::vector<at::Tensor> one{s.flats[b]};
+    s.wires[b] = s.bf16_wire && s.flats[b].scalar_type() == at::kFloat ? s.flats[b].to(at::kBFloat16) : s.flats[b];
+    std::vector<at::Tensor> one{s.wires[b]};
     if (s.owner.empty()) {
       s.works[b] = backend_->allreduce(one);
     } else {
@@ -478,6 +486,7 @@ class C10dCollectives final : public train::Collectives {
   at::Device device_;
   std::chrono::milliseconds timeout_;
   int64_t bucket_bytes_;
+  bool bf16_gradients_;
   int64_t ops_ = 0;
   std::shared_ptr<GradSync> sync_;  // set by attach_gradients
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
@@ -549,7 +558,8 @@ std::string local_address_towards(const std::string& host, int port) {
 }
 
 std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
-                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes) {
+                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes,
+                                                     bool bf16_gradients) {
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   c10::intrusive_ptr<c10d::Store> store;
   try {
@@ -596,7 +606,8 @@ std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const a
   } catch (const std::exception& e) {
     throw Error(ErrorKind::kIO, "rank " + std::to_string(env.rank) + ": process group over " + where + " failed: " + first_line(e.what()));
   }
-  return std::make_shared<C10dCollectives>(env, store, backend, host, device, timeout, std::max<int64_t>(1, bucket_bytes));
+  return std::make_shared<C10dCollectives>(env, store, backend, host, device, timeout, std::max<int64_t>(1, bucket_bytes),
+                                           bf16_gradients);
 }
 
 }  // namespace ember::dist

@@ -35,9 +35,11 @@ inline constexpr int64_t kBucketBytes = 25 << 20;
 // binds to the local address that routes to env.master_addr (GLOO_SOCKET_IFNAME, when set,
 // names the interface instead). Throws Error kIO when the rendezvous does not complete within
 // timeout (naming MASTER_ADDR:MASTER_PORT), kUnsupported when this build lacks the backend.
-// The result is used from one thread at a time.
+// The result is used from one thread at a time. bf16_gradients: fp32 gradient buckets are summed
+// as bf16 copies, then written back (half the traffic; PyTorch DDP's bf16_compress_hook).
 std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
-                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes = kBucketBytes);
+                                                     std::chrono::milliseconds timeout, int64_t bucket_bytes = kBucketBytes,
+                                                     bool bf16_gradients = false);
 
 // How gradient syncs went (reduce_gradients after attach_gradients): buckets all-reduced, and
 // how many of them started inside the backward pass (overlapped) rather than after it.

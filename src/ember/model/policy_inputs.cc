@@ -44,6 +44,23 @@ at::Tensor i32_cumsum(const std::vector<int64_t>& lens) {
   return at::tensor(cu, at::kInt);
 }
 
+// The images tensor [slots, 3, S, S] with slot k holding *sources[k] (nullptr: a blank image),
+// copied on the options' pool when it has one.
+at::Tensor layout_images(const std::vector<const at::Tensor*>& sources, int64_t size, const CollateOptions& options) {
+  auto images = at::empty({int64_t(sources.size()), 3, size, size}, at::TensorOptions().dtype(at::kFloat).pinned_memory(options.pin_images));
+  auto fill = [&](int64_t k) {
+    at::Tensor slot = images[k];
+    if (sources[size_t(k)]) slot.copy_(*sources[size_t(k)]);
+    else slot.zero_();
+  };
+  if (options.pool && sources.size() > 1) {
+    options.pool->parallel_for(int64_t(sources.size()), fill);
+  } else {
+    for (int64_t k = 0; k < int64_t(sources.size()); ++k) fill(k);
+  }
+  return images;
+}
+
 // the action chunks, zero-padded to max_action_dim, and the mask of the entries the loss counts
 void collate_actions(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
   const int64_t n = int64_t(samples.size()), h = shape.horizon, a = shape.max_action_dim;
@@ -60,9 +77,10 @@ void collate_actions(std::span<const PolicySample* const> samples, const PolicyS
   }
 }
 
-void collate_varlen(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
+void collate_varlen(std::span<const PolicySample* const> samples, const PolicyShape& shape, const CollateOptions& options,
+                    PolicyInputs& in) {
   const int64_t p = shape.vision.tokens(), h = shape.horizon;
-  std::vector<at::Tensor> images;
+  std::vector<const at::Tensor*> images;
   std::vector<int64_t> text, gather, prefix_pos, suffix_pos, lens_p, lens_s, joint;
   int64_t n_images = 0, n_text_total = 0;
   for (const auto* s : samples) {
@@ -77,7 +95,7 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
     for (size_t c = 0; c < order.size(); ++c) order[c] = c;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s->camera_slots[a] < s->camera_slots[b]; });
     for (size_t c : order) {
-      images.push_back(s->images[c]);
+      images.push_back(&s->images[c]);
       for (int64_t j = 0; j < p; ++j) gather.push_back(image * p + j), prefix_pos.push_back(pos++);
       ++image;
     }
@@ -95,7 +113,7 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
     op += lens_p[i];
     os += lens_s[i];
   }
-  in.images = images.empty() ? at::zeros({0, 3, shape.vision.image_size, shape.vision.image_size}) : at::stack(images);
+  in.images = layout_images(images, shape.vision.image_size, options);
   in.text_ids = i64(text);
   in.prefix_gather = i64(gather);
   in.prefix_positions = i64(prefix_pos);
@@ -119,11 +137,12 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
   plan.suffix_lens = lens_s;
 }
 
-void collate_padded(std::span<const PolicySample* const> samples, const PolicyShape& shape, PolicyInputs& in) {
+void collate_padded(std::span<const PolicySample* const> samples, const PolicyShape& shape, const CollateOptions& options,
+                    PolicyInputs& in) {
   const int64_t n = int64_t(samples.size()), p = shape.vision.tokens(), h = shape.horizon;
-  const int64_t cams = shape.max_cameras, lt = shape.max_prompt, s = shape.vision.image_size;
+  const int64_t cams = shape.max_cameras, lt = shape.max_prompt;
   const int64_t lp = cams * p + lt, l = lp + h;
-  in.images = at::zeros({n * cams, 3, s, s});
+  std::vector<const at::Tensor*> images(size_t(n * cams), nullptr);  // absent cameras: blank
   auto text = at::zeros({n * lt}, at::kLong);
   std::vector<int64_t> gather(n * lp), prefix_pos(n * lp), suffix_pos(n * h);
   auto valid = at::zeros({n, l}, at::kBool);
@@ -134,7 +153,7 @@ void collate_padded(std::span<const PolicySample* const> samples, const PolicySh
     const auto& sample = *samples[i];
     for (size_t c = 0; c < sample.images.size(); ++c) {
       int64_t slot = sample.camera_slots[c];
-      in.images[i * cams + slot].copy_(sample.images[c]);
+      images[size_t(i * cams + slot)] = &sample.images[c];
       for (int64_t j = 0; j < p; ++j) valid_a[i][slot * p + j] = true;
     }
     for (size_t j = 0; j < sample.prompt.size(); ++j) {
@@ -153,6 +172,7 @@ void collate_padded(std::span<const PolicySample* const> samples, const PolicySh
     in.real_prefix_lens.push_back(pos);
     real_images += int64_t(sample.images.size());
   }
+  in.images = layout_images(images, shape.vision.image_size, options);
   // pi0.5's rule on real keys; a padding query attends to its sample's real prefix (its
   // output is never used; a fully masked row would give NaN in the fused kernels)
   auto is_suffix = at::zeros({l}, at::kBool);
@@ -178,15 +198,16 @@ void collate_padded(std::span<const PolicySample* const> samples, const PolicySh
 
 }  // namespace
 
-PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyShape& shape, AttentionBackend backend) {
+PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyShape& shape, AttentionBackend backend,
+                     const CollateOptions& options) {
   if (samples.empty()) throw Error(ErrorKind::kInvalidArgument, "policy input: empty batch");
   for (size_t i = 0; i < samples.size(); ++i) check_sample(*samples[i], i, shape);
   PolicyInputs in;
   in.samples = int64_t(samples.size());
   if (backend == AttentionBackend::kVarlen) {
-    collate_varlen(samples, shape, in);
+    collate_varlen(samples, shape, options, in);
   } else {
-    collate_padded(samples, shape, in);
+    collate_padded(samples, shape, options, in);
   }
   collate_actions(samples, shape, in);
   return in;

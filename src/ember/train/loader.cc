@@ -63,7 +63,8 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
   for (const auto& g : groups) {
     std::vector<const model::PolicySample*> ptrs;
     for (int64_t i : g) ptrs.push_back(&samples[i]);
-    auto in = model::collate(ptrs, shape_, options_.backend);
+    // the images straight into pinned memory, copied on the pool (idle until the next step)
+    auto in = model::collate(ptrs, shape_, options_.backend, {.pin_images = options_.pin_memory, .pool = &pool_});
     batch.loss_count += in.action_mask.sum().item<double>();
     batch.micro.push_back(options_.pin_memory ? in.pin_memory() : std::move(in));
   }

@@ -50,6 +50,7 @@ void visit_fields(Config& c, V&& v) {
   v("dist.zero", c.dist.zero, Choices{});
   v("dist.timeout_s", c.dist.timeout_s, Choices{});
   v("dist.bucket_mb", c.dist.bucket_mb, Choices{});
+  v("dist.reduce_dtype", c.dist.reduce_dtype, Choices{"fp32", "bf16"});
   v("output_dir", c.output_dir, Choices{});
   v("steps", c.steps, Choices{});
   v("batch_size", c.batch_size, Choices{});

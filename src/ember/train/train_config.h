@@ -71,6 +71,8 @@ struct DistConfig {
   int64_t zero = 0;                   // 0: replicated optimizer; 1: optimizer state sharded (ZeRO-1)
   double timeout_s = 600;             // a collective or the rendezvous waiting longer fails the run
   double bucket_mb = 25;              // gradient all-reduce bucket size (MiB); larger for many ranks
+  std::string reduce_dtype = "fp32";  // fp32 | bf16: fp32 gradients summed over the ranks as bf16
+                                      // copies (half the traffic; DDP's bf16_compress_hook)
 };
 
 struct TrainConfig {
