@@ -4,6 +4,7 @@
 // pool (parquet rows, image decode, tokenising) or laying them out (pack, collate, pin).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
