@@ -211,4 +211,14 @@ case "${1:?a|b|c|d}" in
     mkdir -p "$out/bf16" && cp "$out/fp32/pi05_1gpu.metrics.jsonl" "$out/bf16/"
     OUT="$out/bf16" PHASE=2gpu EXTRA="--dist.reduce_dtype=bf16" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
     cat "$out"/{fp32,bf16}/dist_scaling.jsonl ;;
+  n)
+    # (after m, nothing carried) pi05 at per-GPU batch 32 on 1 and 2 GPUs; then the previous
+    # commit's build alone and `ember bench loader` with both builds (varlen, batch 128, pinned)
+    OUT="$out/b32" WORKERS=7 STEPS=40 LOG_FREQ=10 BATCH=32 PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out/b32/dist_scaling.jsonl"
+    (cd .prev/base && OUT="$out/base" EMBER_TARGETS=ember bash bench/gpu_policy.sh build) >"$out/build_base.log" 2>&1 || tail -n 5 "$out/build_base.log"
+    for b in build-gpu .prev/base/build-gpu build-gpu .prev/base/build-gpu; do
+      "$b/bin/ember" bench loader $data --batch_size 128 --workers 8,24 --steps 10 --warmup 2 --pin_memory 2>&1 |
+        sed "s|^{|{\"build\":\"$b\",|" | tee -a "$out/loader.jsonl" | cut -c1-60,180-
+    done ;;
 esac

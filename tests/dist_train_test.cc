@@ -282,7 +282,9 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
       EXPECT_EQ(stats.syncs, steps);
       EXPECT_EQ(stats.launched_in_backward, steps * (norm_over ? world : 1));
       // under ZeRO this rank received the sums of its own shard only
-      if (norm_over) EXPECT_LT(per_rank[rank].grads.size(), params.size());
+      if (norm_over) {
+        EXPECT_LT(per_rank[rank].grads.size(), params.size());
+      }
     }
     for (auto& [n, p] : params) per_rank[rank].weights[n] = p.detach().clone();
     for (auto& [n, t] : opt->state()) per_rank[rank].state[n] = t.clone();

@@ -7,7 +7,6 @@
 #include <ATen/autocast_mode.h>
 
 #include "ember/model/pi05.h"
-#include "ember/train/bf16_weights.h"
 
 namespace ember::model {
 namespace {
@@ -41,19 +40,15 @@ struct LossAndGrads {
   std::vector<at::Tensor> grads;  // per parameter (zeros where none), fp32
 };
 
-// One bf16-autocast forward and backward pass from zeroed gradients; with `weights`, through
-// its bf16 copies (cast before, restored after).
-LossAndGrads bf16_pass(Pi05Policy& policy, const PolicyInputs& in, const at::Tensor& noise, const at::Tensor& time,
-                       train::Bf16Weights* weights = nullptr) {
+// One bf16-autocast forward and backward pass from zeroed gradients.
+LossAndGrads bf16_pass(Pi05Policy& policy, const PolicyInputs& in, const at::Tensor& noise, const at::Tensor& time) {
   policy->zero_grad();
-  if (weights) weights->cast();
   at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
   auto out = policy->loss(in, noise, time);
   out.loss.backward();
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   at::autocast::clear_cache();
-  if (weights) weights->restore();
   LossAndGrads r{out.loss.item<double>(), {}};
   for (const auto& p : policy->parameters()) {
     EXPECT_EQ(p.scalar_type(), at::kFloat);
@@ -88,29 +83,6 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   auto padded = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kPadded).to(cuda), noise, time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
   expect_grads_close(varlen, padded, 2e-2, policy);
-}
-
-// On CUDA, bf16 weight copies made once per step give autocast's loss and gradients: the same
-// bf16 weights and bf16 gradients, up to the order of FlashAttention's backward accumulation
-// (a bf16 rounding step: 1e-2 of each tensor's largest value).
-TEST(Pi05PolicyCuda, Bf16WeightsMatchAutocastCasts) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  auto shape = test_shape(2);
-  auto samples = samples_for(shape, 4);
-  std::vector<const PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  at::Device cuda(at::kCUDA, 0);
-  auto in = collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda);
-  auto noise = at::randn({4, shape.horizon, shape.max_action_dim}).to(cuda);
-  auto time = (at::rand({4}) * 0.9 + 0.05).to(cuda);
-  at::manual_seed(5);
-  Pi05Policy policy(shape);
-  policy->to(cuda);
-  auto casts = bf16_pass(policy, in, noise, time);
-  train::Bf16Weights weights(matmul_parameters(*policy));
-  auto copies = bf16_pass(policy, in, noise, time, &weights);
-  EXPECT_NEAR(copies.loss, casts.loss, 1e-5 * std::abs(casts.loss));
-  expect_grads_close(copies, casts, 1e-2, policy);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include "ember/core/error.h"
 #include "ember/model/pi05.h"
-#include "ember/train/bf16_weights.h"
 #include "ember/train/optimizer.h"
 #include <ATen/autocast_mode.h>
 #include <torch/optim/adamw.h>
@@ -88,88 +87,6 @@ TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
   // every parameter takes part but the time MLP (at initialisation its gradient flows through
   // the adaptive norms' zero-initialised weights)
   EXPECT_EQ(nonzero, int(grad_v.size()) - 4);
-}
-
-// bf16 weight copies made once per step compute what bf16 autocast's per-op casts compute: the
-// same loss and the same gradients (CPU autocast here; the trainer uses it on CUDA), and the
-// parameters come back as fp32 with fp32 gradients; an optimizer step reaches the next copy.
-TEST(Pi05Policy, Bf16WeightsMatchAutocastCasts) {
-  auto shape = tiny();
-  auto samples = make_samples(shape, 4, 3);
-  auto in = collate(ptrs(samples), shape, AttentionBackend::kVarlen);
-  auto noise = at::randn({4, shape.horizon, shape.max_action_dim});
-  auto time = at::rand({4}) * 0.9 + 0.05;
-  auto make = [&] {
-    at::manual_seed(11);
-    return Pi05Policy(shape);
-  };
-  struct Autocast {
-    Autocast() {
-      at::autocast::set_autocast_enabled(at::kCPU, true);
-      at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
-    }
-    ~Autocast() {
-      at::autocast::set_autocast_enabled(at::kCPU, false);
-      at::autocast::clear_cache();
-    }
-  };
-  auto grads = [](Pi05Policy& p) {
-    std::vector<at::Tensor> g;
-    for (const auto& t : p->parameters()) g.push_back(t.grad().defined() ? t.grad().clone() : at::zeros_like(t));
-    return g;
-  };
-
-  auto a = make();
-  double loss_a;
-  {
-    Autocast scope;
-    auto out = a->loss(in, noise, time);
-    loss_a = out.loss.item<double>();
-    out.loss.backward();
-  }
-  auto grad_a = grads(a);
-
-  auto b = make();
-  auto matmul = matmul_parameters(*b);
-  ASSERT_GT(matmul.size(), 10u);
-  std::vector<at::Tensor> before;
-  for (const auto& t : b->parameters()) before.push_back(t.detach().clone());
-  train::Bf16Weights weights(matmul);
-  weights.cast();
-  EXPECT_EQ(matmul[0].scalar_type(), at::kBFloat16);
-  double loss_b;
-  {
-    Autocast scope;
-    auto out = b->loss(in, noise, time);
-    loss_b = out.loss.item<double>();
-    out.loss.backward();
-  }
-  weights.restore();
-  auto grad_b = grads(b);
-  EXPECT_NEAR(loss_a, loss_b, 1e-6 * std::abs(loss_a));
-  auto names = b->named_parameters();
-  ASSERT_EQ(grad_a.size(), grad_b.size());
-  size_t i = 0;
-  for (const auto& t : b->parameters()) {
-    EXPECT_EQ(t.scalar_type(), at::kFloat) << names[i].key();
-    EXPECT_EQ(grad_b[i].scalar_type(), at::kFloat) << names[i].key();
-    EXPECT_TRUE(at::equal(t.detach(), before[i])) << names[i].key();
-    EXPECT_LT(max_rel_err(grad_b[i], grad_a[i]), 1e-5) << names[i].key();
-    ++i;
-  }
-
-  // an AdamW step on the fp32 parameters shows in the next bf16 copy
-  NamedTensors named;
-  for (const auto& p : b->named_parameters()) named.emplace_back(p.key(), p.value());
-  train::AdamW opt(named, {});
-  opt.step(1e-2);
-  auto updated = matmul[0].detach().clone();
-  EXPECT_FALSE(at::equal(updated, before[0]) && at::equal(matmul[1].detach(), before[1]));
-  weights.cast();
-  EXPECT_TRUE(at::equal(matmul[0].detach(), updated.to(at::kBFloat16)));
-  weights.restore();
-  EXPECT_TRUE(at::equal(matmul[0].detach(), updated));
-  EXPECT_THROW(weights.restore(), Error);
 }
 
 TEST(Pi05Policy, PaddedSlotsDoNotLeakIntoRealTokens) {

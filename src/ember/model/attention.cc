@@ -27,7 +27,24 @@ AttentionPlan AttentionPlan::to(const at::Device& device) const {
   move(p.cu_suffix);
   move(p.cu_joint);
   move(p.joint_index);
+  move(p.valid);
   move(p.mask);
+  return p;
+}
+
+AttentionPlan AttentionPlan::with_mask() const {
+  if (backend != AttentionBackend::kPadded || mask.defined() || !valid.defined()) return *this;
+  AttentionPlan p = *this;
+  const int64_t lp = prefix_len, h = suffix_len, l = lp + h;
+  // pi0.5's rule on real keys; a padding query attends to its sample's real prefix (its
+  // output is never used; a fully masked row would give NaN in the fused kernels)
+  auto is_suffix = at::zeros({l}, valid.options());
+  is_suffix.narrow(0, lp, h).fill_(true);
+  auto key_ok = valid.unsqueeze(1);                                                      // [n, 1, L]
+  auto rule = is_suffix.unsqueeze(1).logical_or(is_suffix.logical_not().unsqueeze(0));  // [L(q), L(k)]
+  auto prefix_key = valid.logical_and(is_suffix.logical_not().unsqueeze(0)).unsqueeze(1);  // [n, 1, L]
+  auto query_ok = valid.unsqueeze(2);                                                     // [n, L, 1]
+  p.mask = at::where(query_ok, key_ok.logical_and(rule.unsqueeze(0)), prefix_key).unsqueeze(1).contiguous();
   return p;
 }
 
@@ -113,7 +130,9 @@ JointOut padded_attention(const AttentionPlan& p, const JointQKV& x) {
 }  // namespace
 
 JointOut joint_attention(const AttentionPlan& plan, const JointQKV& qkv) {
-  return plan.backend == AttentionBackend::kVarlen ? varlen_attention(plan, qkv) : padded_attention(plan, qkv);
+  if (plan.backend == AttentionBackend::kVarlen) return varlen_attention(plan, qkv);
+  // callers make the mask once per forward pass (with_mask); one that did not gets it here
+  return plan.mask.defined() ? padded_attention(plan, qkv) : padded_attention(plan.with_mask(), qkv);
 }
 
 at::Tensor image_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {

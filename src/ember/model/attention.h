@@ -36,9 +36,14 @@ struct AttentionPlan {
   std::vector<int64_t> prefix_lens, suffix_lens;  // host copies, for the reference path
   // padded: prefix rows are [n, prefix_len], suffix rows [n, suffix_len]
   int64_t prefix_len = 0, suffix_len = 0;
-  at::Tensor mask;  // [n, 1, prefix_len + suffix_len, prefix_len + suffix_len] bool, true = attend
+  at::Tensor valid;  // [n, prefix_len + suffix_len] bool: true = a real token
+  // [n, 1, L, L] bool, true = attend: made from `valid` by with_mask(), on valid's device (on a
+  // GPU, not on the loader's thread: for 128 samples it is 132 MB)
+  at::Tensor mask;
 
   AttentionPlan to(const at::Device& device) const;
+  // This plan with the padded layout's mask made (once per forward pass); any other plan as is.
+  AttentionPlan with_mask() const;
 };
 
 // Queries [T, heads, head_dim]; keys and values [T, kv_heads, head_dim] (heads a multiple of

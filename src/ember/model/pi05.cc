@@ -66,6 +66,7 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
   const int64_t heads = shape.lm.heads, kvh = shape.lm.kv_heads, hd = shape.lm.head_dim;
   const bool with_prefix = xp.defined();
   Rope rope_p, rope_s = make_rope(in.suffix_positions, hd);
+  const AttentionPlan plan = in.plan.with_mask();
   if (with_prefix) rope_p = make_rope(in.prefix_positions, hd);
   const int64_t layers = shape.lm.layers;
   for (int64_t l = 0; l < layers; ++l) {
@@ -92,7 +93,7 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
     qkv.k_suffix = apply_rope(heads_view(ex->k->forward(ys), kvh, hd), rope_s);
     qkv.v_suffix = heads_view(ex->v->forward(ys), kvh, hd);
     // under autocast the two towers' projections share a dtype; without it they already do
-    auto out = joint_attention(in.plan, qkv);
+    auto out = joint_attention(plan, qkv);
     // suffix stream
     xs = xs + a1.gate * ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we});
     auto a2 = ex->ada2->forward(xs, cond);
@@ -154,20 +155,6 @@ at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& in, std::optional<
     x = x + dt * v.to(at::kFloat);
   }
   return x;
-}
-
-std::vector<at::Tensor> matmul_parameters(Pi05PolicyImpl& policy) {
-  std::vector<at::Tensor> out;
-  for (const auto& m : policy.modules(/*include_self=*/false)) {
-    if (auto* dense = dynamic_cast<DenseImpl*>(m.get())) {
-      out.push_back(dense->weight);
-      if (dense->bias.defined()) out.push_back(dense->bias);
-    } else if (auto* vision = dynamic_cast<VisionTowerImpl*>(m.get())) {
-      out.push_back(vision->patch_weight);
-      out.push_back(vision->patch_bias);
-    }
-  }
-  return out;
 }
 
 }  // namespace ember::model

@@ -89,9 +89,4 @@ class Pi05PolicyImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Pi05Policy);
 
-// The parameters that bf16 autocast casts to bf16 for a matmul: every Dense's weight and bias,
-// and the vision tower's patch embedding (a convolution). Not the norms, the token embedding
-// or the position embeddings, which stay in fp32 ops.
-std::vector<at::Tensor> matmul_parameters(Pi05PolicyImpl& policy);
-
 }  // namespace ember::model

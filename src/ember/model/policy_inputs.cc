@@ -173,15 +173,6 @@ void collate_padded(std::span<const PolicySample* const> samples, const PolicySh
     real_images += int64_t(sample.images.size());
   }
   in.images = layout_images(images, shape.vision.image_size, options);
-  // pi0.5's rule on real keys; a padding query attends to its sample's real prefix (its
-  // output is never used; a fully masked row would give NaN in the fused kernels)
-  auto is_suffix = at::zeros({l}, at::kBool);
-  is_suffix.narrow(0, lp, h).fill_(true);
-  auto key_ok = valid.unsqueeze(1);                                                // [n, 1, L]
-  auto rule = is_suffix.unsqueeze(1).logical_or(is_suffix.logical_not().unsqueeze(0));  // [L(q), L(k)]
-  auto prefix_key = valid.logical_and(is_suffix.logical_not().unsqueeze(0)).unsqueeze(1);  // [n, 1, L]
-  auto query_ok = valid.unsqueeze(2);                                              // [n, L, 1]
-  auto mask = at::where(query_ok, key_ok.logical_and(rule.unsqueeze(0)), prefix_key);
   in.text_ids = text;
   in.prefix_gather = i64(gather);
   in.prefix_positions = i64(prefix_pos);
@@ -193,7 +184,7 @@ void collate_padded(std::span<const PolicySample* const> samples, const PolicySh
   plan.samples = n;
   plan.prefix_len = lp;
   plan.suffix_len = h;
-  plan.mask = mask.unsqueeze(1).contiguous();  // [n, 1, L, L]
+  plan.valid = valid;  // the mask is made from it on the model's device (AttentionPlan::with_mask)
 }
 
 }  // namespace
@@ -227,7 +218,7 @@ PolicyInputs PolicyInputs::pin_memory() const {
   PolicyInputs out = *this;
   for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
                         &out.actions, &out.action_mask, &out.plan.cu_prefix, &out.plan.cu_suffix, &out.plan.cu_joint,
-                        &out.plan.joint_index, &out.plan.mask}) {
+                        &out.plan.joint_index, &out.plan.valid, &out.plan.mask}) {
     if (t->defined() && !t->is_pinned()) *t = t->pin_memory();
   }
   return out;

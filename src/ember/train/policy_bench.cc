@@ -15,7 +15,6 @@
 #include "ember/core/thread_pool.h"
 #include "ember/model/flops.h"
 #include "ember/model/pi05.h"
-#include "ember/train/bf16_weights.h"
 #include "ember/train/optimizer.h"
 #include "ember/train/peak_flops.h"
 #include "ember/train/profiler.h"
@@ -108,8 +107,6 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     policy->to(device);
     model::NamedTensors params;
     std::vector<at::Tensor> plist;
-    std::unique_ptr<Bf16Weights> bf16_weights;
-    if (bf16 && o.bf16_weights) bf16_weights = std::make_unique<Bf16Weights>(model::matmul_parameters(*policy));
     for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value()), plist.push_back(p.value());
     AdamW opt(params, {});
     if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
@@ -151,7 +148,6 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       };
       auto in = host.to(device);
       opt.zero_grad();
-      if (bf16_weights) bf16_weights->cast();
       auto autocast = std::make_unique<Bf16Autocast>(bf16);
       mark(phase_copy);
       auto out = policy->loss(in);
@@ -159,7 +155,6 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       out.loss.backward();
       mark(phase_backward);
       autocast.reset();
-      if (bf16_weights) bf16_weights->restore();
       clip_grad_norm(plist, 1.0);
       opt.step(1e-5);
       last_loss_t = out.loss.detach();
@@ -181,7 +176,6 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["stream"] = o.stream;
     j["device"] = device.is_cuda() ? "cuda" : "cpu";
     j["dtype"] = bf16 ? "bf16" : "fp32";
-    if (bf16) j["bf16_weights"] = bool(bf16_weights);
     j["batch_size"] = o.batch_size;
     j["steps"] = o.steps;
     j["parameters"] = model::parameter_count(shape);

@@ -24,7 +24,6 @@ struct PolicyBenchOptions {
   int warmup = 3, steps = 10;
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA
-  bool bf16_weights = false;  // on CUDA with bf16: matmul weights cast once per step (Bf16Weights)
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py

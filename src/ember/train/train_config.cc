@@ -32,7 +32,6 @@ void visit_fields(Config& c, V&& v) {
   v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
   v("policy.dtype", c.policy.dtype, Choices{"bf16", "fp32"});
-  v("policy.bf16_weights", c.policy.bf16_weights, Choices{});
   v("policy.horizon", c.policy.horizon, Choices{});
   v("policy.max_state_dim", c.policy.max_state_dim, Choices{});
   v("policy.max_action_dim", c.policy.max_action_dim, Choices{});
@@ -392,8 +391,6 @@ void validate(const TrainConfig& c) {
       }
     }
   });
-  if (c.policy.bf16_weights && c.policy.dtype != "bf16")
-    bad("--policy.bf16_weights=true: needs --policy.dtype=bf16, got '" + c.policy.dtype + "'");
   require(!c.dataset.root.empty(), "dataset.root", c.dataset.root, "a dataset directory (the flag is required)");
   require(!c.output_dir.empty(), "output_dir", c.output_dir, "an output directory (the flag is required)");
   require(c.steps > 0, "steps", c.steps, "a positive integer");

@@ -44,7 +44,6 @@ struct PolicyConfig {
   std::string preset = "tiny";       // tiny | small | pi05 (model size)
   std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
   std::string dtype = "bf16";        // bf16 | fp32; LeRobot's PI05Config.dtype defaults to float32
-  bool bf16_weights = false;         // with bf16 on CUDA: matmul weights cast once per step (Bf16Weights)
   int64_t horizon = 50;              // action chunk length (PI05Config.chunk_size)
   int64_t max_state_dim = 32;        // state padded to this (PI05Config.max_state_dim)
   int64_t max_action_dim = 32;       // actions padded to this (PI05Config.max_action_dim)

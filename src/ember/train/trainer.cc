@@ -18,7 +18,6 @@
 #include "ember/core/thread_pool.h"
 #include "ember/core/file.h"
 #include "ember/model/flops.h"
-#include "ember/train/bf16_weights.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/loader.h"
@@ -161,9 +160,6 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   model::Pi05Policy policy(shape);
   policy->to(device);
   policy->train();
-  // bf16 copies of the matmul weights, cast once per step, instead of autocast's casts per op
-  std::unique_ptr<Bf16Weights> bf16_weights;
-  if (bf16 && config.policy.bf16_weights) bf16_weights = std::make_unique<Bf16Weights>(model::matmul_parameters(*policy));
   model::NamedTensors params;
   for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value());
   auto optimizer_owner = make_optimizer(params, {config.optimizer.betas[0], config.optimizer.betas[1], config.optimizer.eps, config.optimizer.weight_decay},
@@ -217,7 +213,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   for (const auto& p : param_list) n_params += p.numel();
   say("ember train: " + std::to_string(sampler.size()) + " frames from " + config.dataset.root + ", policy pi05/" + shape.preset +
       " (" + std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
-      (device.is_cuda() ? std::string("cuda") + (bf16 ? (bf16_weights ? " bf16 (weights cast once per step)" : " bf16") : " fp32")
+      (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32")
                          : std::string("cpu fp32")) +
       ", " + std::to_string(world) + " rank(s)");
   if (config.dist.zero && world > 1) say(optimizer_memory_line(optimizer, params, world));
@@ -332,7 +328,6 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     at::Tensor step_loss, grad_scale;  // grad_scale: ranks only
     double flops = 0;
     size_t micro_done = 0;
-    if (bf16_weights) bf16_weights->cast();
     for (const auto& micro_host : batch.micro) {
       if (hooks.collectives && ++micro_done == batch.micro.size()) hooks.collectives->arm_gradient_sync();
       auto micro = micro_host.to(device);
@@ -352,14 +347,12 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
         grads.push_back(p.grad());
       }
       hooks.collectives->reduce_gradients(grads);
-      if (bf16_weights) bf16_weights->restore();
       std::vector<at::Tensor> l{loss_sum, at::full({}, batch.loss_count, loss_sum.options())};
       hooks.collectives->all_reduce_sum(l);
       auto global_count = l[1].clamp_min(1.0);
       grad_scale = divisor / global_count;
       step_loss = l[0] / global_count;
     } else {
-      if (bf16_weights) bf16_weights->restore();
       step_loss = loss_sum / divisor;
     }
     at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm, grad_scale, norm_over_ranks);
