@@ -22,6 +22,8 @@
 #   l: (a fresh machine) this build and the previous commit's: `ember bench loader` at batch 128
 #      (pinned, 8/16/24 threads) with each, then small at per-GPU batch 128 on 1 and 2 GPUs.
 #   m: (after l, nothing carried) pi05 on 1 GPU and on 2 GPUs with --dist.reduce_dtype fp32 and bf16.
+#   p: (a fresh machine) the GPU tests; `ember bench loader --attention padded` (mask now made on
+#      the GPU); repeats of small at batch 128 and pi05 at batch 32 on 1 and 2 GPUs.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -221,4 +223,18 @@ case "${1:?a|b|c|d}" in
       "$b/bin/ember" bench loader $data --batch_size 128 --workers 8,24 --steps 10 --warmup 2 --pin_memory 2>&1 |
         sed "s|^{|{\"build\":\"$b\",|" | tee -a "$out/loader.jsonl" | cut -c1-60,180-
     done ;;
+  p)
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember libero_like_tool model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    build-gpu/bin/model_policy_gpu_test 2>&1 | tail -n 3
+    build-gpu/bin/train_gpu_test 2>&1 | tail -n 3
+    build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1
+    build-gpu/bin/ember bench loader $data --batch_size 128 --workers 24 --steps 10 --warmup 2 --pin_memory --attention padded |
+      tee "$out/loader_padded.jsonl" | cut -c150-
+    OUT="$out/b128" WORKERS=24 BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=1gpu bash bench/dist_scaling.sh $data small >>"$out/dist.log" 2>&1
+    OUT="$out/b128" WORKERS=14 BATCH=128 STEPS=100 LOG_FREQ=20 PHASE=2gpu bash bench/dist_scaling.sh $data small >>"$out/dist.log" 2>&1
+    cat "$out/b128/dist_scaling.jsonl"
+    OUT="$out/b32" WORKERS=7 STEPS=30 LOG_FREQ=10 BATCH=32 PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist.log" 2>&1
+    cat "$out/b32/dist_scaling.jsonl" ;;
 esac
