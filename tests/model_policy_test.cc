@@ -89,6 +89,36 @@ TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
   EXPECT_EQ(nonzero, int(grad_v.size()) - 4);
 }
 
+// The loader collates with its pool copying the images: the same batch as serial copies, blank
+// images in the padded layout's absent camera slots, and the padded mask made on demand.
+TEST(Collate, ImagesCopiedOnAPoolEqualSerialCopies) {
+  auto shape = tiny();
+  auto samples = make_samples(shape, 7, 4);
+  ThreadPool pool(3);
+  for (auto backend : {AttentionBackend::kVarlen, AttentionBackend::kPadded}) {
+    auto serial = collate(ptrs(samples), shape, backend);
+    auto pooled = collate(ptrs(samples), shape, backend, {.pin_images = false, .pool = &pool});
+    SCOPED_TRACE(attention_backend_name(backend));
+    EXPECT_TRUE(at::equal(serial.images, pooled.images));
+    EXPECT_TRUE(at::equal(serial.prefix_gather, pooled.prefix_gather));
+    EXPECT_TRUE(at::equal(serial.actions, pooled.actions));
+  }
+  // padded: sample 0 has one camera, in slot 0; its slots 1 and 2 are blank
+  auto padded = collate(ptrs(samples), shape, AttentionBackend::kPadded, {.pin_images = false, .pool = &pool});
+  EXPECT_TRUE(at::equal(padded.images[0], samples[0].images[0]));
+  EXPECT_EQ(padded.images[1].abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(padded.images[2].abs().sum().item<float>(), 0.0f);
+  EXPECT_FALSE(padded.plan.mask.defined());
+  auto plan = padded.plan.with_mask();
+  const int64_t l = padded.plan.prefix_len + padded.plan.suffix_len;
+  EXPECT_EQ(plan.mask.sizes(), (std::vector<int64_t>{7, 1, l, l}));
+  // an action query of sample 0 sees its first image's tokens and no blank slot's
+  const int64_t p = shape.vision.tokens();
+  auto row = plan.mask[0][0][padded.plan.prefix_len];
+  EXPECT_TRUE(row[0].item<bool>());
+  EXPECT_FALSE(row[p].item<bool>());
+}
+
 TEST(Pi05Policy, PaddedSlotsDoNotLeakIntoRealTokens) {
   // the same samples, padded in a batch with a long-prompt, three-camera sample or alone
   auto shape = tiny();
