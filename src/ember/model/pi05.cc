@@ -140,8 +140,10 @@ LossOut Pi05PolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> n
   return out;
 }
 
-at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise) {
+at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& inputs, std::optional<at::Tensor> noise) {
   at::NoGradGuard no_grad;
+  PolicyInputs in = inputs;
+  in.plan = inputs.plan.with_mask();  // once, not at every integration step
   auto opts = in.actions.defined() ? in.actions.options() : at::TensorOptions().device(in.images.device());
   at::Tensor x = noise ? *noise : at::randn({in.samples, shape.horizon, shape.max_action_dim}, opts.dtype(at::kFloat));
   const int steps = shape.flow_steps;
