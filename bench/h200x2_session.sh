@@ -24,6 +24,9 @@
 #   m: (after l, nothing carried) pi05 on 1 GPU and on 2 GPUs with --dist.reduce_dtype fp32 and bf16.
 #   p: (a fresh machine) the GPU tests; `ember bench loader --attention padded` (mask now made on
 #      the GPU); repeats of small at batch 128 and pi05 at batch 32 on 1 and 2 GPUs.
+#   r: (a fresh machine) profiles for #4 and #7: pi05's bench, varlen and padded, summarised by
+#      kind of kernel; pi05 `ember train --profile_steps=3` at per-GPU batch 16 on 1 GPU and on
+#      2 GPUs (both ranks), summarised the same way (where the 2-GPU step's extra time goes).
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -237,4 +240,23 @@ case "${1:?a|b|c|d}" in
     cat "$out/b128/dist_scaling.jsonl"
     OUT="$out/b32" WORKERS=7 STEPS=30 LOG_FREQ=10 BATCH=32 PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist.log" 2>&1
     cat "$out/b32/dist_scaling.jsonl" ;;
+  r)
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember libero_like_tool" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 2>&1 | tail -n 1 &
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --device cuda --batch_size 16 \
+      --warmup 3 --steps 4 --profile /tmp/ember-prof >"$out/profile_bench.log" 2>&1
+    wait
+    for t in /tmp/ember-prof/*.json; do python3 bench/trace_summary.py "$t" --steps 4 --top 25; done >>"$out/profile_bench.log" 2>&1
+    grep -A12 "by kind" "$out/profile_bench.log"
+    train=(train --dataset.root=$data --policy.preset=pi05 --device=cuda --steps=20 --log_freq=10 --save_checkpoint=false
+           --batch_size=16 --num_workers=7 --profile_steps=3)
+    build-gpu/bin/ember "${train[@]}" --output_dir=/tmp/ember-prof-1gpu >"$out/train_1gpu.log" 2>&1
+    build-gpu/bin/ember launch --nproc_per_node 2 -- build-gpu/bin/ember "${train[@]}" --output_dir=/tmp/ember-prof-2gpu \
+      >"$out/train_2gpu.log" 2>&1
+    for t in /tmp/ember-prof-1gpu/profile/rank0.json /tmp/ember-prof-2gpu/profile/rank*.json; do
+      python3 bench/trace_summary.py "$t" --steps 3 --top 20
+    done >"$out/profile_train.log" 2>&1
+    grep -A12 "by kind\|events" "$out/profile_train.log" | head -80 ;;
 esac

@@ -7,6 +7,8 @@ Prints, per step when --steps is given (the timed steps the trace holds):
   - the traced window's wall time;
   - GPU busy time (the union of kernel and memcpy/memset intervals) and the idle fraction: a
     high idle fraction on a GPU run means the host does not keep the GPU fed (launch-bound);
+  - GPU time by kind of kernel (matmul, attention, optimizer, copy/cast, norm, reduction,
+    elementwise, communication, other), by name patterns;
   - the K GPU kernels with the most total time (name, calls, ms), and their share of busy time;
   - kernel launches (cudaLaunchKernel and friends) and their host time;
   - on CPU-only traces, the K CPU operators with the most inclusive time.
@@ -45,6 +47,27 @@ def union_length(intervals):
     return total
 
 
+# Kinds of GPU work, by kernel name (first match wins; case-insensitive).
+KINDS = [
+    ("communication", ("nccl",)),
+    ("attention", ("flash", "fmha", "attention", "efficient_attention")),
+    ("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas", "sm90_", "sm80_", "conv")),
+    ("optimizer", ("fusedoptimizer", "adam", "multi_tensor_apply")),
+    ("norm", ("rms_norm", "layer_norm", "rmsnorm", "layernorm", "norm_kernel")),
+    ("copy/cast", ("copy", "memcpy", "memset", "catarray", "cat_", "index", "gather", "scatter")),
+    ("reduction", ("reduce",)),
+    ("elementwise", ("elementwise", "unrolled", "vectorized")),
+]
+
+
+def kind_of(name):
+    low = name.lower()
+    for kind, patterns in KINDS:
+        if any(p in low for p in patterns):
+            return kind
+    return "other"
+
+
 def summarise(events, steps, top):
     gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     gpu = [e for e in events if e.get("cat") in gpu_cats]
@@ -65,6 +88,15 @@ def summarise(events, steps, top):
             k = kernels[e.get("name", "?")]
             k[0] += 1
             k[1] += e["dur"]
+        kinds = collections.defaultdict(lambda: [0, 0.0])
+        for name, (c, d) in kernels.items():
+            k = kinds[kind_of(name)]
+            k[0] += c
+            k[1] += d
+        out["kinds"] = [
+            {"kind": kind, "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
+            for kind, (c, d) in sorted(kinds.items(), key=lambda kv: -kv[1][1])
+        ]
         out["top_kernels"] = [
             {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
             for name, (c, d) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]
@@ -113,6 +145,9 @@ def main():
         print(f"GPU busy {s['gpu_busy_ms']:.2f} ms of {s['gpu_span_ms']:.2f} ms{unit} "
               f"(idle {100 * s['gpu_idle_frac']:.1f}%); {s['launches']:.0f} launches, "
               f"{s['launch_host_ms']:.2f} ms of host time in them{unit}")
+        print("GPU time by kind (kernel time; overlapping kernels count twice):")
+        for k in s["kinds"]:
+            print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['kind']}")
         print("top GPU kernels:")
         for k in s["top_kernels"]:
             print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['name']}")

@@ -352,6 +352,7 @@ TEST(DataWaitHint, NamesTheWaitTheFlagAndTheRemedy) {
   EXPECT_NE(h.find("39%"), std::string::npos) << h;
   EXPECT_NE(h.find("--num_workers=12 on 32 cores"), std::string::npos) << h;
   EXPECT_NE(h.find("raise --num_workers (up to 32)"), std::string::npos) << h;
+  EXPECT_NE(h.find("ember bench loader"), std::string::npos) << h;
   EXPECT_EQ(h.find('\n'), std::string::npos);
   auto full = data_wait_hint(0.5, 32, 32);
   EXPECT_EQ(full.find("raise"), std::string::npos) << full;

@@ -183,6 +183,27 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, p = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py reads the trace", ok, str(p))
+        # GPU kernels grouped by kind (a synthetic two-step trace: no GPU here)
+        kernels = [("nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN", 300), ("pytorch_flash::flash_fwd_kernel", 100),
+                   ("multi_tensor_apply_kernel<FusedOptimizerTensorListMetadata>", 50),
+                   ("bfloat16_copy_kernel_cuda", 30), ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20),
+                   ("vectorized_elementwise_kernel<GeluCUDAKernelImpl>", 10), ("mystery", 4)]
+        ts, evs = 0, []
+        for step in range(2):
+            for name, dur in kernels:
+                evs.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur})
+                ts += dur
+        gpu_trace = os.path.join(tmp, "gpu.json")
+        with open(gpu_trace, "w") as f:
+            json.dump({"traceEvents": evs}, f)
+        p = subprocess.run([sys.executable, summary_py, gpu_trace, "--steps", "2", "--json"], capture_output=True, text=True)
+        try:
+            kinds = {k["kind"]: round(k["ms"], 6) for k in json.loads(p.stdout)["kinds"]}
+            ok = p.returncode == 0 and kinds == {"matmul": 0.3, "attention": 0.1, "optimizer": 0.05, "copy/cast": 0.03,
+                                                 "communication": 0.02, "elementwise": 0.01, "other": 0.004}
+        except Exception as e:  # noqa: BLE001
+            ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
+        check("trace_summary.py groups GPU kernels by kind", ok, str(kinds))
         user_error("bench policy --profile into a file", ember,
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--profile", summary_py],
                    ["--profile"])

@@ -49,8 +49,9 @@ std::string data_wait_hint(double wait_frac, int workers, int cores) {
   std::string s = "the data loader holds training back: " + std::to_string(int(std::lround(wait_frac * 100))) +
                   "% of the step time went to waiting for batches, with --num_workers=" + std::to_string(workers) + " on " +
                   std::to_string(cores) + " cores";
-  if (workers < cores) return s + "; raise --num_workers (up to " + std::to_string(cores) + ")";
-  return s + "; a smaller --dataset.image_size or pre-decoded images would help";
+  const std::string measure = " (`ember bench loader DATASET --workers N,M` measures the loader alone)";
+  if (workers < cores) return s + "; raise --num_workers (up to " + std::to_string(cores) + ")" + measure;
+  return s + "; a smaller --dataset.image_size or pre-decoded images would help" + measure;
 }
 
 std::string format_duration(double seconds) {
