@@ -228,7 +228,7 @@ TEST(TrainConfig, DefaultsFollowLeRobotPi05) {
   EXPECT_EQ(c.seed, 1000);
   EXPECT_EQ(c.log_freq, 200);
   EXPECT_EQ(c.save_freq, 20000);
-  EXPECT_EQ(c.num_workers, 4);
+  EXPECT_FALSE(c.num_workers);  // default_num_workers() decides
   EXPECT_FALSE(c.resume);
   EXPECT_EQ(c.device, "auto");
   EXPECT_FALSE(c.policy.tokenizer_path);
@@ -357,6 +357,19 @@ TEST(DataWaitHint, NamesTheWaitTheFlagAndTheRemedy) {
   auto full = data_wait_hint(0.5, 32, 32);
   EXPECT_EQ(full.find("raise"), std::string::npos) << full;
   EXPECT_NE(full.find("--dataset.image_size"), std::string::npos) << full;
+}
+
+// --num_workers unset: 4 on CPU; on CUDA the rank's share of the host's cores less one, 2..16.
+TEST(TrainConfig, DefaultNumWorkersSharesTheHostAmongItsRanks) {
+  EXPECT_EQ(default_num_workers(false, 32, 1), 4);
+  EXPECT_EQ(default_num_workers(true, 16, 1), 15);
+  EXPECT_EQ(default_num_workers(true, 32, 2), 15);
+  EXPECT_EQ(default_num_workers(true, 128, 1), 16);
+  EXPECT_EQ(default_num_workers(true, 2, 1), 2);
+  EXPECT_EQ(default_num_workers(true, 16, 8), 2);
+  EXPECT_EQ(default_num_workers(true, 0, 0), 2);
+  auto c = parse_train_flags({"--dataset.root=/d", "--output_dir=/o", "--num_workers=6"});
+  EXPECT_EQ(c.num_workers, 6);
 }
 
 // The loader's pool runs a batch's per-image copies with parallel_for.

@@ -154,6 +154,7 @@ class C10dCollectives final : public train::Collectives {
   int rank() const override { return env_.rank; }
   int world_size() const override { return env_.world_size; }
   int local_rank() const override { return env_.local_rank; }
+  int local_world_size() const override { return env_.local_world_size; }
 
   void all_reduce_sum(std::vector<at::Tensor>& tensors) override {
     guarded("all_reduce", [&] {

@@ -397,7 +397,7 @@ void validate(const TrainConfig& c) {
   require(c.batch_size > 0, "batch_size", c.batch_size, "a positive integer");
   require(c.log_freq > 0, "log_freq", c.log_freq, "a positive integer");
   require(c.save_freq > 0, "save_freq", c.save_freq, "a positive integer");
-  require(c.num_workers >= 0, "num_workers", c.num_workers, "a non-negative integer");
+  if (c.num_workers) require(*c.num_workers >= 0, "num_workers", *c.num_workers, "a non-negative integer");
   require(c.profile_steps >= 0, "profile_steps", c.profile_steps, "a non-negative integer");
   require(c.dataset.image_transforms_max_shift >= 0 && c.dataset.image_transforms_max_shift <= 0.5,
           "dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, "a fraction in [0, 0.5]");
@@ -427,6 +427,12 @@ void validate(const TrainConfig& c) {
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
   require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
   require(c.dist.bucket_mb > 0, "dist.bucket_mb", c.dist.bucket_mb, "a positive number of MiB");
+}
+
+int64_t default_num_workers(bool cuda, int cores, int ranks_on_host) {
+  if (!cuda) return 4;
+  const int64_t share = int64_t(std::max(1, cores)) / std::max(1, ranks_on_host) - 1;
+  return std::clamp<int64_t>(share, 2, 16);
 }
 
 }  // namespace ember::train

@@ -10,7 +10,8 @@
 // flags then override it in order (a repeated flag: the last wins).
 //
 // Defaults follow LeRobot where the concept is the same: lerobot-train's TrainPipelineConfig
-// (batch_size 8, seed 1000, log_freq 200, save_freq 20000, num_workers 4) and PI05Config
+// (batch_size 8, seed 1000, log_freq 200, save_freq 20000, num_workers 4: on CPU; on CUDA see
+// default_num_workers) and PI05Config
 // (chunk_size 50, max_state_dim / max_action_dim 32, num_inference_steps 10, AdamW lr 2.5e-5,
 // betas (0.9, 0.95), eps 1e-8, weight_decay 0.01, grad_clip_norm 1.0, warmup 1000 and decay
 // 30000 steps, decay_lr 2.5e-6 = 0.1 x lr). steps defaults to 30000 (lerobot-train: 100000), the
@@ -86,7 +87,9 @@ struct TrainConfig {
   int64_t seed = 1000;
   int64_t log_freq = 200;             // metrics every this many steps
   int64_t save_freq = 20000;          // a checkpoint every this many steps (and at the end)
-  int64_t num_workers = 4;            // sample-building threads
+  // sample-building threads; unset: default_num_workers() (4 on CPU, as lerobot-train; on CUDA
+  // the host's cores shared among its ranks)
+  std::optional<int64_t> num_workers;
   bool resume = false;                // continue from <output_dir>/checkpoints/latest
   bool save_checkpoint = true;        // false: no checkpoints at all (benchmarks), as lerobot-train
   // > 0: record this many steps with PyTorch's profiler, after 10 warm-up steps of the run (or
@@ -110,6 +113,12 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args);
 // grad_clip_norm <= 0, betas outside [0, 1), min_lr_ratio outside [0, 1], a choice field
 // outside its set, dist.zero not 0 or 1, negative or empty episodes, non-positive optionals.
 void validate(const TrainConfig& config);
+
+// The loader threads of a run whose --num_workers is unset: 4 on CPU (the rest of the cores
+// compute); on CUDA each rank gets its share of the host's cores (cores / ranks_on_host), less
+// one for the thread that launches the kernels, at least 2 and at most 16: the GPU computes, and
+// a 128-sample batch of two 224x224 cameras needs about 8 threads to keep one H200 fed.
+int64_t default_num_workers(bool cuda, int cores, int ranks_on_host);
 
 // Every field, nested by section: {"dataset": {...}, "policy": {...}, ..., "output_dir": ...};
 // unset optionals are null.

@@ -114,11 +114,14 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (device.is_cuda() && hooks.collectives) device = at::Device(at::kCUDA, hooks.collectives->local_rank());
   if (device.is_cuda()) configure_cuda_allocator();
   const bool bf16 = config.policy.dtype == "bf16" && device.is_cuda();
+  const int64_t workers = std::max<int64_t>(
+      1, config.num_workers.value_or(default_num_workers(device.is_cuda(), usable_cores(),
+                                                         hooks.collectives ? hooks.collectives->local_world_size() : 1)));
   if (!device.is_cuda()) {
     // the tiny preset's operations are too small to split: extra threads only spin; larger
     // presets get the cores the loader's workers leave
     int cores = usable_cores();
-    at::set_num_threads(config.policy.preset == "tiny" ? 1 : std::max(1, cores - int(config.num_workers)));
+    at::set_num_threads(config.policy.preset == "tiny" ? 1 : std::max(1, cores - int(workers)));
   } else if (!std::getenv("OMP_NUM_THREADS")) {
     // On CUDA the loader's workers are the host's parallelism: one ATen thread each, as in
     // PyTorch's DataLoader workers. Otherwise each worker's image ops start an OpenMP team as
@@ -215,14 +218,15 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       " (" + std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
       (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32")
                          : std::string("cpu fp32")) +
-      ", " + std::to_string(world) + " rank(s)");
+      ", " + std::to_string(world) + " rank(s), " + std::to_string(workers) + " loader threads" +
+      (config.num_workers ? "" : " (--num_workers unset)"));
   if (config.dist.zero && world > 1) say(optimizer_memory_line(optimizer, params, world));
 
   LoaderOptions lo;
   lo.batch_size = config.batch_size;
   lo.rank = rank;
   lo.world_size = world;
-  lo.workers = int(std::max<int64_t>(1, config.num_workers));
+  lo.workers = int(workers);
   lo.token_budget = config.policy.token_budget.value_or(0);
   lo.backend = model::parse_attention_backend(config.policy.attention);
   lo.pin_memory = device.is_cuda();

@@ -28,6 +28,7 @@ class Collectives {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual int local_rank() const = 0;
+  virtual int local_world_size() const = 0;  // ranks on this host
   // Sums each tensor in place across ranks (gradients: bucketed by the implementation).
   virtual void all_reduce_sum(std::vector<at::Tensor>& tensors) = 0;
   virtual double all_reduce_sum(double value) = 0;
