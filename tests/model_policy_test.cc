@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "ember/core/error.h"
+#include "ember/model/layers.h"
 #include "ember/model/pi05.h"
 #include "ember/train/optimizer.h"
 #include <ATen/autocast_mode.h>
@@ -87,6 +88,28 @@ TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
   // every parameter takes part but the time MLP (at initialisation its gradient flows through
   // the adaptive norms' zero-initialised weights)
   EXPECT_EQ(nonzero, int(grad_v.size()) - 4);
+}
+
+// RoPE as Gemma applies it to the two halves of each head: [x1, x2] -> [x1 cos - x2 sin,
+// x2 cos + x1 sin] with angle position / base^(2i / d); position 0 is the identity; the dot
+// product of a rotated query and key depends on their distance only; bf16 in, bf16 out.
+TEST(Rope, RotatesTheTwoHalvesAsGemma) {
+  at::manual_seed(7);
+  const int64_t d = 8, heads = 3;
+  auto positions = at::tensor(std::vector<int64_t>{0, 1, 5, 6, 40}, at::kLong);
+  auto x = at::randn({5, heads, d});
+  auto out = apply_rope(x, make_rope(positions, d));
+  auto inv_freq = at::pow(10000.0, at::arange(0, d, 2, at::kFloat) / double(d)).reciprocal();
+  auto angle = (positions.to(at::kFloat).unsqueeze(1) * inv_freq).unsqueeze(1);  // [T, 1, d/2]
+  auto x1 = x.narrow(-1, 0, d / 2), x2 = x.narrow(-1, d / 2, d / 2);
+  auto expected = at::cat({x1 * angle.cos() - x2 * angle.sin(), x2 * angle.cos() + x1 * angle.sin()}, -1);
+  EXPECT_LT((out - expected).abs().max().item<double>(), 1e-6);
+  EXPECT_TRUE(at::allclose(out[0], x[0]));
+  // the same query and key at positions (1, 0) and (6, 5): the same dot product
+  auto q = at::randn({1, 1, d}).expand({5, 1, d}).contiguous(), k = at::randn({1, 1, d}).expand({5, 1, d}).contiguous();
+  auto rq = apply_rope(q, make_rope(positions, d)), rk = apply_rope(k, make_rope(positions, d));
+  EXPECT_NEAR((rq[1] * rk[0]).sum().item<double>(), (rq[3] * rk[2]).sum().item<double>(), 1e-5);
+  EXPECT_EQ(apply_rope(x.to(at::kBFloat16), make_rope(positions, d)).scalar_type(), at::kBFloat16);
 }
 
 // The loader collates with its pool copying the images: the same batch as serial copies, blank

@@ -38,7 +38,7 @@ AdaNormImpl::Out AdaNormImpl::forward(const at::Tensor& x, const at::Tensor& con
   auto mod = modulation->forward(cond).unsqueeze(1);  // [n, 1, 3 width]
   auto parts = mod.chunk(3, -1);
   auto normed = at::rms_norm(x, {x.size(-1)}, std::nullopt, eps);
-  return {normed * (1 + parts[0]) + parts[1], parts[2]};
+  return {at::addcmul(parts[1], normed, 1 + parts[0]), parts[2]};  // normed * (1 + scale) + shift
 }
 
 GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden) {
@@ -55,14 +55,15 @@ Rope make_rope(const at::Tensor& positions, int64_t head_dim, double base) {
   auto opts = at::TensorOptions().dtype(at::kFloat).device(positions.device());
   auto inv_freq = at::pow(base, at::arange(0, head_dim, 2, opts) / double(head_dim)).reciprocal();
   auto angles = positions.to(at::kFloat).unsqueeze(1) * inv_freq.unsqueeze(0);  // [T, D/2]
-  return {angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)};
+  auto cos = angles.cos(), sin = angles.sin();
+  return {at::cat({cos, cos}, -1).unsqueeze(1), at::cat({-sin, sin}, -1).unsqueeze(1)};
 }
 
 at::Tensor apply_rope(const at::Tensor& x, const Rope& rope) {
+  // [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], in float32 (as Gemma computes it)
   auto xf = x.to(at::kFloat);
-  auto halves = xf.chunk(2, -1);
-  auto out = at::cat({halves[0] * rope.cos - halves[1] * rope.sin, halves[1] * rope.cos + halves[0] * rope.sin}, -1);
-  return out.to(x.scalar_type());
+  auto swapped = xf.roll(xf.size(-1) / 2, -1);  // [x2, x1]
+  return at::addcmul(xf * rope.cos, swapped, rope.sin).to(x.scalar_type());
 }
 
 at::Tensor time_embedding(const at::Tensor& t, int64_t width, double min_period, double max_period) {

@@ -66,7 +66,9 @@ TORCH_MODULE(GatedMlp);
 
 // Rotary position embedding (Gemma's half-split form, base 10000).
 struct Rope {
-  at::Tensor cos, sin;  // [tokens, 1, head_dim / 2], float32
+  // [tokens, 1, head_dim], float32: cos = [cos, cos], sin = [-sin, sin] over the two halves, so
+  // that rotating x is x * cos + swap_halves(x) * sin (3 kernels instead of 7)
+  at::Tensor cos, sin;
 };
 // positions is [tokens] int64.
 Rope make_rope(const at::Tensor& positions, int64_t head_dim, double base = 10000.0);

@@ -95,9 +95,10 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
     // under autocast the two towers' projections share a dtype; without it they already do
     auto out = joint_attention(plan, qkv);
     // suffix stream
-    xs = xs + a1.gate * ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we});
+    // gated residuals, one kernel each: xs + gate * f(...)
+    xs = at::addcmul(xs, a1.gate, ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we}));
     auto a2 = ex->ada2->forward(xs, cond);
-    xs = xs + a2.gate * ex->mlp->forward(a2.y);
+    xs = at::addcmul(xs, a2.gate, ex->mlp->forward(a2.y));
     // prefix stream (its output after the last layer is unused)
     if (out.prefix.defined()) {
       xp = xp + lm->o->forward(out.prefix.reshape({-1, heads * hd}));
