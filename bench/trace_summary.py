@@ -11,7 +11,9 @@ Prints, per step when --steps is given (the timed steps the trace holds):
     elementwise, communication, other), by name patterns;
   - the K GPU kernels with the most total time (name, calls, ms), and their share of busy time;
   - kernel launches (cudaLaunchKernel and friends) and their host time;
-  - on CPU-only traces, the K CPU operators with the most inclusive time.
+  - the K CPU operators with the most inclusive time;
+  - leaf operators per step (ATen operators that call no other, less views and no-ops): on a
+    CUDA run each is about one kernel launch, so a CPU trace counts a step's launches too.
 Standard library only.
 """
 import argparse
@@ -68,6 +70,40 @@ def kind_of(name):
     return "other"
 
 
+# operators that launch no kernel (views, metadata, allocation, no-ops)
+NO_KERNEL = {
+    "aten::empty", "aten::empty_strided", "aten::view", "aten::as_strided", "aten::detach", "aten::_reshape_alias",
+    "aten::resize_", "aten::t", "aten::transpose", "aten::expand", "aten::unsqueeze", "aten::squeeze", "aten::slice",
+    "aten::select", "aten::alias", "aten::split", "aten::chunk", "aten::narrow", "aten::permute", "aten::reshape",
+    "aten::lift_fresh", "aten::set_", "aten::is_nonzero", "aten::item", "aten::_local_scalar_dense",
+    "aten::result_type", "aten::resolve_conj", "aten::resolve_neg", "aten::_unsafe_view", "aten::unbind",
+    "aten::split_with_sizes", "aten::view_as", "aten::expand_as", "aten::contiguous", "aten::to",
+}
+
+
+def leaf_ops(events):
+    """Counts of ATen operators that contain no other CPU operator on their thread."""
+    by_thread = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") == "cpu_op":
+            by_thread[(e.get("pid"), e.get("tid"))].append(e)
+    counts = collections.Counter()
+    for ops in by_thread.values():
+        ops.sort(key=lambda e: (e["ts"], -e["dur"]))
+        parent, stack = set(), []
+        for i, e in enumerate(ops):
+            while stack and ops[stack[-1]]["ts"] + ops[stack[-1]]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                parent.add(stack[-1])
+            stack.append(i)
+        for i, e in enumerate(ops):
+            name = e.get("name", "?")
+            if i not in parent and name.startswith("aten::") and name not in NO_KERNEL:
+                counts[name] += 1
+    return counts
+
+
 def summarise(events, steps, top):
     gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     gpu = [e for e in events if e.get("cat") in gpu_cats]
@@ -114,6 +150,9 @@ def summarise(events, steps, top):
         {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per}
         for name, (c, d) in sorted(cpu.items(), key=lambda kv: -kv[1][1])[:top]
     ]
+    leaves = leaf_ops(events)
+    out["leaf_ops"] = sum(leaves.values()) * per
+    out["top_leaf_ops"] = [{"name": name, "calls": c * per} for name, c in leaves.most_common(top)]
     if steps:
         out["steps"] = steps
         out["wall_ms"] *= per
@@ -154,6 +193,9 @@ def main():
     print("top CPU operators (inclusive):")
     for k in s["top_cpu_ops_inclusive"]:
         print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['name']}")
+    print(f"leaf operators (about one kernel each on CUDA): {s['leaf_ops']:.0f}{unit}")
+    for k in s["top_leaf_ops"]:
+        print(f"  {k['calls']:8.1f}x  {k['name']}")
 
 
 if __name__ == "__main__":

@@ -179,7 +179,8 @@ def main():
         p = subprocess.run([sys.executable, summary_py, trace, "--steps", "2", "--json"], capture_output=True, text=True)
         try:
             s = json.loads(p.stdout)
-            ok = p.returncode == 0 and s["steps"] == 2 and s["top_cpu_ops_inclusive"] and s["wall_ms"] > 0
+            ok = (p.returncode == 0 and s["steps"] == 2 and s["top_cpu_ops_inclusive"] and s["wall_ms"] > 0
+                  and s["leaf_ops"] > 100 and not any(k["name"] == "aten::view" for k in s["top_leaf_ops"]))
         except Exception as e:  # noqa: BLE001
             ok, p = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py reads the trace", ok, str(p))
