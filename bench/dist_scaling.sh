@@ -13,6 +13,7 @@
 #   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)
 #   WORKERS=6 (loader threads per rank)          ZERO=1    also run 2 GPUs with --dist.zero=1
 #   EXTRA='...'                 more `ember train` flags
+#   EMBER_COMMIT=abc1234        the commit recorded in the results (default: git rev-parse HEAD)
 #   PHASE=all|1gpu|2gpu         1gpu: only the 1-GPU runs; 2gpu: only the 2-GPU runs, compared with
 #                               the 1-GPU metrics an earlier PHASE=1gpu left in the same OUT
 # Runs write no checkpoint (--save_checkpoint=false): pi05's would be ~40 GB per run.
@@ -29,7 +30,8 @@ steps="${STEPS:-60}" log_freq="${LOG_FREQ:-10}" batch="${BATCH:-16}" workers="${
 mkdir -p "$out" "$runs"
 export NCCL_NVLS_ENABLE=0
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# EMBER_COMMIT: the commit to record (the device tool's copy of the tree carries a stale .git)
+commit="${EMBER_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 
 # mean samples_per_s (and the last peak_mem_gb) over the log windows after the first
 summarize() {
