@@ -27,6 +27,9 @@
 #   r: (a fresh machine) profiles for #4 and #7: pi05's bench, varlen and padded, summarised by
 #      kind of kernel; pi05 `ember train --profile_steps=3` at per-GPU batch 16 on 1 GPU and on
 #      2 GPUs (both ranks), summarised the same way (where the 2-GPU step's extra time goes).
+#   s: (a fresh machine, .prev/base = the previous commit) both builds, the GPU tests, pi05's bench
+#      with each build side by side (as i), the dataset; t: (after s, nothing carried) small at
+#      batch 16 on 1 and 2 GPUs with each build, alternating.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -39,7 +42,9 @@ build_both() {
   ldconfig
   EMBER_TARGETS="${1:-ember libero_like_tool}" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 &
   (
+    # its own prefix for the bundle: two dpkg -x into one folder at once race
     cd .prev/base && mkdir -p .deps && cp -r "$root/.deps/debs" .deps/ &&
+      sed -i 's|/tmp/ember-deps|/tmp/ember-deps-base|' bench/gpu_policy.sh &&
       OUT="$out/base" EMBER_TARGETS="ember" bash bench/gpu_policy.sh build
   ) >"$out/build_base.log" 2>&1 &
   wait
@@ -259,4 +264,36 @@ case "${1:?a|b|c|d}" in
       python3 bench/trace_summary.py "$t" --steps 3 --top 20
     done >"$out/profile_train.log" 2>&1
     grep -A12 "by kind\|events" "$out/profile_train.log" | head -80 ;;
+  s)
+    # (a fresh machine, .prev/base = the commit before the RoPE/addcmul change) both builds, the
+    # GPU tests, then pi05's bench with each build side by side (step i's pairing); the dataset
+    build_both "ember libero_like_tool model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >>"$out/gpu_tests_train.log" 2>&1 &
+    wait
+    tail -n 3 "$out/gpu_tests.log" "$out/gpu_tests_train.log"
+    build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 >"$out/data.log" 2>&1 &
+    bash "$0" i_bench
+    wait; tail -n 1 "$out/data.log" ;;
+  i_bench)
+    bench() {  # BUILD_DIR GPU CORES STREAM NAME
+      CUDA_VISIBLE_DEVICES=$2 taskset -c "$3" "$1/bin/ember" bench policy --preset pi05 --stream "$4" --device cuda \
+        --batch_size 16 --warmup 3 --steps 10 >"$out/policy_$5_$4.jsonl" 2>"$out/policy_$5_$4.err"
+    }
+    for stream in libero community; do
+      if [[ $stream == libero ]]; then g_after=0 g_base=1; else g_after=1 g_base=0; fi
+      bench build-gpu $g_after $((g_after * 16))-$((g_after * 16 + 15)) $stream after &
+      bench .prev/base/build-gpu $g_base $((g_base * 16))-$((g_base * 16 + 15)) $stream base &
+      wait
+    done
+    tail -n 3 "$out"/policy_*.jsonl ;;
+  t)
+    # (after s, nothing carried) small at per-GPU batch 16 on 1 and 2 GPUs, this build and the
+    # base alternating; then step r's profiles
+    export WORKERS=7 STEPS=300 LOG_FREQ=50
+    for phase in 1gpu 2gpu; do
+      OUT="$out/after" PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+      OUT="$out/base" EMBER=.prev/base/build-gpu/bin/ember PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
+    done
+    cat "$out"/{after,base}/dist_scaling.jsonl ;;
 esac
