@@ -30,6 +30,9 @@
 #   s: (a fresh machine, .prev/base = the previous commit) both builds, the GPU tests, pi05's bench
 #      with each build side by side (as i), the dataset; t: (after s, nothing carried) small at
 #      batch 16 on 1 and 2 GPUs with each build, alternating.
+#   u: (a fresh machine) the GPU tests; pi05's bench with fp32 master weights and bf16 parameters.
+#   v: (after u, nothing carried) pi05 on 1 and 2 GPUs with bf16 parameters (batch 16, 32) and
+#      fp32 master weights (batch 16).
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -296,4 +299,33 @@ case "${1:?a|b|c|d}" in
       OUT="$out/base" EMBER=.prev/base/build-gpu/bin/ember PHASE=$phase bash bench/dist_scaling.sh $data small >>"$out/dist_small.log" 2>&1
     done
     cat "$out"/{after,base}/dist_scaling.jsonl ;;
+  u)
+    # (a fresh machine) the GPU tests; pi05's bench with fp32 master weights and with bf16
+    # parameters (--param_dtype), one per GPU at the same time, swapping GPUs between streams
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember libero_like_tool model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >>"$out/gpu_tests_train.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|Failure\|PASSED" "$out"/gpu_tests*.log
+    build-gpu/bin/libero_like_tool $data --episodes 120 --frames 50 >"$out/data.log" 2>&1 &
+    bench() {  # GPU CORES STREAM PARAM_DTYPE
+      CUDA_VISIBLE_DEVICES=$1 taskset -c "$2" build-gpu/bin/ember bench policy --preset pi05 --stream "$3" --device cuda \
+        --batch_size 16 --warmup 3 --steps 10 --param_dtype "$4" >"$out/policy_$4_$3.jsonl" 2>"$out/policy_$4_$3.err"
+    }
+    bench 0 0-15 libero fp32 & bench 1 16-31 libero bf16 & wait
+    bench 1 16-31 community fp32 & bench 0 0-15 community bf16 & wait
+    cat "$out"/policy_*.jsonl | cut -c1-400
+    wait; tail -n 1 "$out/data.log" ;;
+  v)
+    # (after u, nothing carried) pi05 on 1 and 2 GPUs: bf16 parameters at per-GPU batch 16 and
+    # 32, fp32 master weights at 16
+    export WORKERS=7 STEPS=50 LOG_FREQ=10
+    OUT="$out/bf16_b16" PHASE=all EXTRA="--policy.param_dtype=bf16" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out/bf16_b16/dist_scaling.jsonl"
+    OUT="$out/fp32_b16" PHASE=all bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out/fp32_b16/dist_scaling.jsonl"
+    OUT="$out/bf16_b32" BATCH=32 STEPS=40 PHASE=all EXTRA="--policy.param_dtype=bf16" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
+    cat "$out/bf16_b32/dist_scaling.jsonl" ;;
 esac

@@ -30,6 +30,7 @@
 #include "ember/model/tokenizer.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
+#include "ember/train/cuda_setup.h"
 #include "ember/train/optimizer.h"
 #include "ember/train/policy_data.h"
 #include "ember/train/trainer.h"
@@ -237,11 +238,14 @@ struct RunResult {
   Weights weights, grads, state;
   int64_t local_state_bytes = 0;
 };
-RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
+RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch, bool bf16_params = false) {
   const auto& fx = fixture();
   std::vector<RunResult> per_rank(world);
   std::vector<model::Pi05Policy> policies;
-  for (int r = 0; r < world; ++r) policies.push_back(fx.make_policy());  // same seed: same weights
+  for (int r = 0; r < world; ++r) {
+    policies.push_back(fx.make_policy());  // same seed: same weights
+    if (bf16_params) model::set_param_dtype(policies.back(), at::kBFloat16);
+  }
   auto body = [&](int rank, std::shared_ptr<Collectives> c) {
     auto& policy = policies[rank];
     model::NamedTensors params;
@@ -259,7 +263,10 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
     for (int step = 0; step < steps; ++step) {
       opt->zero_grad();
       if (c) c->arm_gradient_sync();
-      fx.backward(policy, pos, global_batch, rank, world, c.get(), step, &pos);
+      {
+        train::Bf16Autocast autocast(bf16_params, at::kCPU);  // thread-local: this rank's thread
+        fx.backward(policy, pos, global_batch, rank, world, c.get(), step, &pos);
+      }
       std::vector<at::Tensor> grads;
       for (auto& p : list) {
         if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
@@ -275,12 +282,13 @@ RunResult run_steps(int world, int64_t zero, int steps, int64_t global_batch) {
       opt->step(1e-3);
     }
     if (c) {
-      // the tiny policy's gradients fit one bucket (under ZeRO, one per owner: 2); every
+      // the tiny policy's gradients fit one bucket per dtype (under ZeRO, per owner: 2); every
       // parameter gets a gradient, so at every step each bucket starts from the hook of its
       // last gradient to arrive, inside the backward pass
       auto stats = grad_sync_stats(*c);
       EXPECT_EQ(stats.syncs, steps);
-      EXPECT_EQ(stats.launched_in_backward, steps * (norm_over ? world : 1));
+      EXPECT_EQ(stats.buckets, steps * (norm_over ? world : 1) * (bf16_params ? 2 : 1));
+      EXPECT_EQ(stats.launched_in_backward, stats.buckets);
       // under ZeRO this rank received the sums of its own shard only
       if (norm_over) {
         EXPECT_LT(per_rank[rank].grads.size(), params.size());
@@ -334,6 +342,27 @@ void expect_same_as_one_process(int64_t zero) {
                 (long long)one.local_state_bytes);
     EXPECT_LT(two.local_state_bytes, one.local_state_bytes * 3 / 4);
   }
+}
+
+// bf16 parameters (--policy.param_dtype=bf16): their gradients are summed as bf16 buckets
+// beside the fp32 norms' buckets; the ranks stay identical and agree with one process within
+// bf16's resolution.
+TEST(DistTrain, Bf16ParametersMatchOneProcess) {
+  SKIP_WITHOUT_VIDEO();
+  auto one = run_steps(1, 0, 3, 8, /*bf16_params=*/true);
+  auto two = run_steps(2, 0, 3, 8, /*bf16_params=*/true);
+  int bf16 = 0;
+  for (const auto& [n, g] : two.grads) {
+    EXPECT_EQ(g.scalar_type(), one.weights.at(n).scalar_type()) << n;
+    bf16 += g.scalar_type() == at::kBFloat16;
+  }
+  EXPECT_GT(bf16, 0);
+  auto as_float = [](Weights w) {
+    for (auto& [n, t] : w) t = t.to(at::kFloat);
+    return w;
+  };
+  expect_close(as_float(two.grads), as_float(one.grads), 2e-2, 5e-4, "bf16: first-step gradients");
+  expect_close(as_float(two.weights), as_float(one.weights), 1e-2, 1e-4, "bf16: weights after 3 steps");
 }
 
 TEST(DistTrain, TwoRanksMatchOneProcessOnTheUnionOfTheirBatches) {

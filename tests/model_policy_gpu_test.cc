@@ -51,8 +51,8 @@ LossAndGrads bf16_pass(Pi05Policy& policy, const PolicyInputs& in, const at::Ten
   at::autocast::clear_cache();
   LossAndGrads r{out.loss.item<double>(), {}};
   for (const auto& p : policy->parameters()) {
-    EXPECT_EQ(p.scalar_type(), at::kFloat);
-    r.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+    EXPECT_EQ(p.grad().defined() ? p.grad().scalar_type() : p.scalar_type(), p.scalar_type());
+    r.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
   }
   return r;
 }
@@ -83,6 +83,35 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   auto padded = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kPadded).to(cuda), noise, time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
   expect_grads_close(varlen, padded, 2e-2, policy);
+}
+
+// --policy.param_dtype=bf16 on CUDA: the same policy with bf16 weights (norms and the patch and
+// position embeddings kept fp32) gives the fp32-master loss and gradients within bf16 tolerance,
+// through the varlen kernel.
+TEST(Pi05PolicyCuda, Bf16ParametersMatchFp32MasterWeights) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  auto shape = test_shape(3);
+  auto samples = samples_for(shape, 6);
+  std::vector<const PolicySample*> ptrs;
+  for (const auto& s : samples) ptrs.push_back(&s);
+  at::manual_seed(2);
+  Pi05Policy policy(shape);
+  at::Device cuda(at::kCUDA, 0);
+  policy->to(cuda);
+  // fp32 weights already rounded to bf16: the two runs start from the same values
+  set_param_dtype(policy, at::kBFloat16);
+  set_param_dtype(policy, at::kFloat);
+  auto noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
+  auto time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
+  auto in = collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda);
+  auto master = bf16_pass(policy, in, noise, time);
+  set_param_dtype(policy, at::kBFloat16);
+  int bf16 = 0;
+  for (const auto& p : policy->named_parameters()) bf16 += p.value().scalar_type() == at::kBFloat16;
+  EXPECT_GT(bf16, int(policy->named_parameters().size()) / 2);
+  auto half = bf16_pass(policy, in, noise, time);
+  EXPECT_NEAR(half.loss, master.loss, 2e-2 * std::abs(master.loss));
+  expect_grads_close(half, master, 5e-2, policy);
 }
 
 }  // namespace

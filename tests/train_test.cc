@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
+#include "ember/model/pi05.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/loader_bench.h"
@@ -199,6 +200,73 @@ TEST(Train, ClipGradNormAppliesTheScaleFirst) {
   std::vector<at::Tensor> c = {make({3, 4})};  // no clipping: the scale alone
   EXPECT_NEAR(clip_grad_norm(c, 0.0, at::full({}, 2.0)).item<double>(), 10.0, 1e-5);
   EXPECT_NEAR(c[0].grad()[0].item<double>(), 6.0, 1e-5);
+}
+
+// --policy.param_dtype=bf16 (LeRobot's dtype=bfloat16): the checkpoint holds bf16 weights and
+// moments except the norms and the vision tower's patch and position embeddings; the loss
+// falls as in fp32; a resumed run continues exactly; inference loads it.
+TEST(Train, Bf16ParametersTrainResumeAndServe) {
+  test::TempDir dir;
+  auto config = [&](const std::string& run, int64_t steps) {
+    auto c = tiny_config(dir.path() + "/" + run, steps);
+    c.policy.param_dtype = "bf16";
+    return c;
+  };
+  auto straight = train(config("a", 40), quiet());
+  auto half = config("b", 40);
+  half.save_freq = 20;
+  TrainerHooks stop = quiet();
+  stop.keep_going = [](int64_t step) { return step < 20; };
+  train(half, stop);
+  half.resume = true;
+  auto second = train(half, quiet());
+  ASSERT_EQ(second.losses.size(), 20u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(second.losses[i].second, straight.losses[20 + i].second) << "step " << 21 + i;
+  auto fp32 = train(tiny_config(dir.path() + "/fp32", 40), quiet());
+  double first = 0, last = 0, last32 = 0;
+  for (int i = 0; i < 5; ++i) first += straight.losses[i].second / 5;
+  for (int i = 35; i < 40; ++i) last += straight.losses[i].second / 5, last32 += fp32.losses[i].second / 5;
+  std::printf("bf16 parameters: loss %.6f -> %.6f in 40 steps (fp32 parameters: %.6f)\n", first, last, last32);
+  EXPECT_LT(last, 0.9 * first);
+  EXPECT_NEAR(last, last32, 0.05 * last32);
+
+  auto weights = model::load_tensors(dir.path() + "/a/checkpoints/000040/model.safetensors");
+  auto moments = model::load_tensors(dir.path() + "/a/checkpoints/000040/optimizer.safetensors");
+  auto wb = model::load_tensors(dir.path() + "/b/checkpoints/000040/model.safetensors");
+  int bf16 = 0;
+  for (const auto& [name, t] : weights) {
+    const auto want = model::keeps_fp32(name) ? at::kFloat : at::kBFloat16;
+    EXPECT_EQ(t.scalar_type(), want) << name;
+    EXPECT_EQ(moments.at(name + ".exp_avg").scalar_type(), want) << name;
+    EXPECT_TRUE(at::equal(t, wb.at(name))) << name;
+    bf16 += want == at::kBFloat16;
+  }
+  EXPECT_GT(bf16, int(weights.size()) / 2);
+  for (const char* kept : {"vision.patch_weight", "vision.position_embed", "lm.0.norm1.weight", "expert.0.ada1.modulation.weight"})
+    EXPECT_EQ(weights.at(kept).scalar_type(), at::kFloat) << kept;
+  EXPECT_EQ(weights.at("embedding").scalar_type(), at::kBFloat16);
+  auto bundle = load_policy(dir.path() + "/a", at::kCPU);
+  auto p = predict_chunk(bundle, kFixture, 3, at::kCPU);
+  ASSERT_EQ(p.predicted.size(), 10u);
+  for (const auto& row : p.predicted)
+    for (float x : row) EXPECT_TRUE(std::isfinite(x));
+}
+
+// Gradients of two dtypes (bf16 parameters beside fp32 norms): one norm over all of them, in
+// fp32, and every one scaled.
+TEST(Train, ClipGradNormOverMixedDtypes) {
+  auto make = [](std::vector<float> g, at::ScalarType dtype) {
+    auto p = at::zeros({int64_t(g.size())}, dtype).set_requires_grad(true);
+    p.mutable_grad() = at::tensor(g).to(dtype);
+    return p;
+  };
+  std::vector<at::Tensor> mixed = {make({3, 0}, at::kBFloat16), make({0, 4}, at::kFloat)};  // norm 5
+  at::Tensor norm = clip_grad_norm(mixed, 1.0);
+  EXPECT_EQ(norm.scalar_type(), at::kFloat);
+  EXPECT_NEAR(norm.item<double>(), 5.0, 1e-6);
+  EXPECT_EQ(mixed[0].grad().scalar_type(), at::kBFloat16);
+  EXPECT_NEAR(mixed[0].grad()[0].item<double>(), 0.6, 4e-3);  // bf16: 8 significant bits
+  EXPECT_NEAR(mixed[1].grad()[1].item<double>(), 0.8, 1e-5);
 }
 
 TEST(Train, SaveCheckpointFalseWritesNone) {

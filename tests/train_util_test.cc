@@ -280,6 +280,9 @@ TEST(TrainConfig, ErrorsNameTheFlag) {
   EXPECT_EQ(flag_error(with_required({"--log_freq=0"})), "--log_freq: expected a positive integer, got 0");
   EXPECT_EQ(flag_error(with_required({"--dist.zero=2"})), "--dist.zero: expected 0 or 1, got 2");
   EXPECT_EQ(flag_error(with_required({"--dist.reduce_dtype=fp16"})), "--dist.reduce_dtype: expected one of fp32|bf16, got 'fp16'");
+  EXPECT_EQ(flag_error(with_required({"--policy.param_dtype=fp16"})), "--policy.param_dtype: expected one of fp32|bf16, got 'fp16'");
+  EXPECT_EQ(flag_error(with_required({"--policy.param_dtype=bf16", "--policy.dtype=fp32"})),
+            "--policy.param_dtype: expected fp32 with --policy.dtype=fp32 (bf16 parameters compute in bf16)");
   EXPECT_EQ(flag_error({"--output_dir=/x"}), "--dataset.root: expected a dataset directory (the flag is required)");
 }
 

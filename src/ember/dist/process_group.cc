@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -337,7 +338,8 @@ class C10dCollectives final : public train::Collectives {
   }
 
   // Buckets of `first` (in that order), then of `last`; with owners, a new bucket wherever the
-  // owner changes.
+  // owner changes. Each dtype fills its own buckets (bf16 parameters with fp32 norms between
+  // them would otherwise cut a bucket at every norm), placed by their last member.
   void plan(const std::vector<size_t>& first, const std::vector<size_t>& last) {
     auto& s = *sync_;
     s.buckets.clear();
@@ -347,10 +349,20 @@ class C10dCollectives final : public train::Collectives {
       for (size_t begin = 0; begin < group->size();) {
         size_t end = begin;
         while (end < group->size() && owner_of((*group)[end]) == owner_of((*group)[begin])) ++end;
-        std::vector<at::Tensor> tensors;
-        for (size_t k = begin; k < end; ++k) tensors.push_back(s.params[(*group)[k]]);
-        for (auto members : make_buckets(tensors, bucket_bytes_)) {
-          for (auto& k : members) k = (*group)[begin + k];
+        std::map<at::ScalarType, std::vector<size_t>> by_dtype;  // places k in [begin, end)
+        for (size_t k = begin; k < end; ++k) by_dtype[s.params[(*group)[k]].scalar_type()].push_back(k);
+        std::vector<std::pair<size_t, std::vector<size_t>>> made;  // (last member's place, members)
+        for (const auto& [dtype, places] : by_dtype) {
+          std::vector<at::Tensor> tensors;
+          for (size_t k : places) tensors.push_back(s.params[(*group)[k]]);
+          for (auto members : make_buckets(tensors, bucket_bytes_)) {
+            size_t last_place = 0;
+            for (auto& m : members) last_place = std::max(last_place, places[m]), m = (*group)[places[m]];
+            made.emplace_back(last_place, std::move(members));
+          }
+        }
+        std::stable_sort(made.begin(), made.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& [place, members] : made) {
           s.buckets.push_back(std::move(members));
           s.bucket_owner.push_back(owner_of((*group)[begin]));
         }

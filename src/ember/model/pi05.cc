@@ -160,4 +160,18 @@ at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& inputs, std::optio
   return x;
 }
 
+bool keeps_fp32(const std::string& name) {
+  for (const char* part : {"norm", "ada1.", "ada2.", "vision.patch_", "vision.position_embed"})
+    if (name.find(part) != std::string::npos) return true;
+  return false;
+}
+
+void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) {
+  at::NoGradGuard no_grad;
+  for (auto& p : policy->named_parameters()) {
+    auto target = keeps_fp32(p.key()) ? at::kFloat : dtype;
+    if (p.value().scalar_type() != target) p.value().set_data(p.value().to(target));
+  }
+}
+
 }  // namespace ember::model

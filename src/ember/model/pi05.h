@@ -89,4 +89,14 @@ class Pi05PolicyImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Pi05Policy);
 
+// Whether parameter `name` stays float32 when the policy's parameters are bf16: the norms
+// (the action expert's adaptive norms with their modulation), the vision tower's patch and
+// position embeddings. LeRobot's pi05 with dtype=bfloat16 keeps the same ones (its
+// to_bfloat16_for_selected_params).
+bool keeps_fp32(const std::string& name);
+
+// Converts every parameter but those keeps_fp32() names to `dtype` (kBFloat16: LeRobot's
+// dtype=bfloat16; kFloat: all back to float32). Their gradients and AdamW moments follow.
+void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype);
+
 }  // namespace ember::model

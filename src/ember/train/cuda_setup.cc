@@ -19,15 +19,15 @@ void configure_cuda_allocator() {
 
 namespace ember::train {
 
-Bf16Autocast::Bf16Autocast(bool enable) : enabled_(enable) {
+Bf16Autocast::Bf16Autocast(bool enable, at::DeviceType device) : enabled_(enable), device_(device) {
   if (!enabled_) return;
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::autocast::set_autocast_enabled(device_, true);
+  at::autocast::set_autocast_dtype(device_, at::kBFloat16);
 }
 
 Bf16Autocast::~Bf16Autocast() {
   if (!enabled_) return;
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::set_autocast_enabled(device_, false);
   at::autocast::clear_cache();
 }
 

@@ -18,17 +18,19 @@ void configure_cuda_allocator();
 
 namespace ember::train {
 
-// bf16 autocast on CUDA for the scope (matrix products and attention in bf16, float32 master
-// weights), then the autocast weight cache cleared; does nothing when `enable` is false.
+// bf16 autocast on `device` (CUDA unless told) for the scope (matrix products and attention in
+// bf16, float32 master weights), then the autocast weight cache cleared; does nothing when
+// `enable` is false. On CPU it serves policies whose parameters are bf16 (--policy.param_dtype).
 class Bf16Autocast {
  public:
-  explicit Bf16Autocast(bool enable);
+  explicit Bf16Autocast(bool enable, at::DeviceType device = at::kCUDA);
   ~Bf16Autocast();
   Bf16Autocast(const Bf16Autocast&) = delete;
   Bf16Autocast& operator=(const Bf16Autocast&) = delete;
 
  private:
   bool enabled_;
+  at::DeviceType device_;
 };
 
 }  // namespace ember::train

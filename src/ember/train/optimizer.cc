@@ -2,7 +2,9 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <array>
 #include <cmath>
+#include <map>
 
 #include "ember/core/error.h"
 #include "ember/train/trainer.h"
@@ -19,21 +21,24 @@ AdamW::AdamW(model::NamedTensors params, AdamWOptions options) : params_(std::mo
 
 void AdamW::step(double lr) {
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> p, g, m, v, s;
+  // one fused call per parameter dtype (bf16 parameters keep fp32 norms: two groups)
+  std::map<at::ScalarType, std::array<std::vector<at::Tensor>, 5>> groups;  // p, g, m, v, step
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& param = params_[i].second;
     if (!param.grad().defined()) continue;
-    p.push_back(param);
-    g.push_back(param.grad());
-    m.push_back(exp_avg_[i]);
-    v.push_back(exp_avg_sq_[i]);
-    s.push_back(steps_[i]);
+    auto& g = groups[param.scalar_type()];
+    g[0].push_back(param);
+    g[1].push_back(param.grad());
+    g[2].push_back(exp_avg_[i]);
+    g[3].push_back(exp_avg_sq_[i]);
+    g[4].push_back(steps_[i]);
   }
-  if (p.empty()) return;
-  // the fused kernel reads the step count for bias correction; the caller advances it
-  at::_foreach_add_(s, 1.0);
-  at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, options_.beta1, options_.beta2, options_.weight_decay,
-                    options_.eps, /*amsgrad=*/false, /*maximize=*/false);
+  for (auto& [dtype, g] : groups) {
+    // the fused kernel reads the step count for bias correction; the caller advances it
+    at::_foreach_add_(g[4], 1.0);
+    at::_fused_adamw_(g[0], g[1], g[2], g[3], /*max_exp_avg_sqs=*/{}, g[4], lr, options_.beta1, options_.beta2,
+                      options_.weight_decay, options_.eps, /*amsgrad=*/false, /*maximize=*/false);
+  }
 }
 
 void AdamW::zero_grad() {
@@ -68,21 +73,29 @@ int64_t AdamW::local_state_bytes() const {
 at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
                           Collectives* sum_over_ranks) {
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> grads;
+  // the gradients by dtype: the foreach kernels take one dtype per list
+  std::map<at::ScalarType, std::vector<at::Tensor>> grads;
   for (const auto& p : params)
-    if (p.grad().defined()) grads.push_back(p.grad());
+    if (p.grad().defined()) grads[p.grad().scalar_type()].push_back(p.grad());
+  // this rank's squared norm (fp32 per tensor, whatever the gradients' dtype)
+  auto squared_norm = [&] {
+    std::vector<at::Tensor> norms;
+    for (auto& [dtype, list] : grads)
+      for (auto& n : at::_foreach_norm(list, 2.0, at::kFloat)) norms.push_back(n);
+    return at::stack(norms).pow(2).sum();
+  };
   at::Tensor total;
   if (sum_over_ranks) {
     // this rank's share of the squared norm, summed over the ranks (collective: every rank
     // takes part, with or without gradients of its own)
     at::Tensor square = grads.empty() ? at::zeros({}, params.empty() ? at::TensorOptions() : params[0].options().dtype(at::kFloat))
-                                      : at::stack(at::_foreach_norm(grads, 2.0)).to(at::kFloat).pow(2).sum();
+                                      : squared_norm();
     std::vector<at::Tensor> one{square.reshape({1})};
     sum_over_ranks->all_reduce_sum(one);
     total = one[0].reshape({}).sqrt();
   } else {
     if (grads.empty()) return at::zeros({}, at::kFloat);
-    total = at::stack(at::_foreach_norm(grads, 2.0)).to(at::kFloat).norm();
+    total = squared_norm().sqrt();
   }
   if (scale.defined()) total = total * scale.to(total.device(), at::kFloat);
   if (max_norm > 0 || scale.defined()) {
@@ -94,7 +107,7 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
       coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
     }
     if (scale.defined()) coef = coef * scale.to(total.device(), at::kFloat);
-    if (!grads.empty()) at::_foreach_mul_(grads, coef);
+    for (auto& [dtype, list] : grads) at::_foreach_mul_(list, coef);
   }
   return total;
 }

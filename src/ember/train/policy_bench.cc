@@ -85,6 +85,9 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (ec || !std::filesystem::is_directory(o.profile))
       throw Error(ErrorKind::kInvalidArgument, "--profile " + o.profile + ": cannot create the directory (" + ec.message() + ")");
   }
+  if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
+    throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
+  const bool bf16_params = o.param_dtype == "bf16";
   std::vector<model::AttentionBackend> backends;
   for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
   at::Device device = pick(o.device);
@@ -105,6 +108,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     at::manual_seed(o.seed);
     model::Pi05Policy policy(shape);
     policy->to(device);
+    if (bf16_params) model::set_param_dtype(policy, at::kBFloat16);
     model::NamedTensors params;
     std::vector<at::Tensor> plist;
     for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value()), plist.push_back(p.value());
@@ -148,7 +152,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       };
       auto in = host.to(device);
       opt.zero_grad();
-      auto autocast = std::make_unique<Bf16Autocast>(bf16);
+      auto autocast = std::make_unique<Bf16Autocast>(bf16 || bf16_params, device.type());
       mark(phase_copy);
       auto out = policy->loss(in);
       mark(phase_forward);
@@ -175,7 +179,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["attention"] = model::attention_backend_name(backend);
     j["stream"] = o.stream;
     j["device"] = device.is_cuda() ? "cuda" : "cpu";
-    j["dtype"] = bf16 ? "bf16" : "fp32";
+    j["dtype"] = bf16 || bf16_params ? "bf16" : "fp32";
+    j["param_dtype"] = o.param_dtype;
     j["batch_size"] = o.batch_size;
     j["steps"] = o.steps;
     j["parameters"] = model::parameter_count(shape);

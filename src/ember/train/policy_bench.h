@@ -24,6 +24,7 @@ struct PolicyBenchOptions {
   int warmup = 3, steps = 10;
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA
+  std::string param_dtype = "fp32";  // fp32 | bf16 (as ember train's --policy.param_dtype)
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py

@@ -32,6 +32,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
   v("policy.dtype", c.policy.dtype, Choices{"bf16", "fp32"});
+  v("policy.param_dtype", c.policy.param_dtype, Choices{"fp32", "bf16"});
   v("policy.horizon", c.policy.horizon, Choices{});
   v("policy.max_state_dim", c.policy.max_state_dim, Choices{});
   v("policy.max_action_dim", c.policy.max_action_dim, Choices{});
@@ -424,6 +425,8 @@ void validate(const TrainConfig& c) {
     require(!c.dataset.episodes->empty(), "dataset.episodes", std::string(), "at least one episode index");
     for (int64_t e : *c.dataset.episodes) require(e >= 0, "dataset.episodes", e, "non-negative episode indices");
   }
+  require(c.policy.param_dtype != "bf16" || c.policy.dtype == "bf16", "policy.param_dtype", c.policy.param_dtype,
+          "fp32 with --policy.dtype=fp32 (bf16 parameters compute in bf16)");
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
   require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
   require(c.dist.bucket_mb > 0, "dist.bucket_mb", c.dist.bucket_mb, "a positive number of MiB");

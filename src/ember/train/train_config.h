@@ -44,7 +44,11 @@ struct PolicyConfig {
   std::string type = "pi05";         // registered policy name: pi05
   std::string preset = "tiny";       // tiny | small | pi05 (model size)
   std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
-  std::string dtype = "bf16";        // bf16 | fp32; LeRobot's PI05Config.dtype defaults to float32
+  std::string dtype = "bf16";        // compute on CUDA: bf16 (autocast) | fp32
+  // parameters: fp32 (master weights; LeRobot's PI05Config.dtype=float32, its default) | bf16
+  // (LeRobot's dtype=bfloat16: all but the norms and the vision tower's patch and position
+  // embeddings in bf16, and so their gradients, the gradient all-reduce and AdamW's moments)
+  std::string param_dtype = "fp32";
   int64_t horizon = 50;              // action chunk length (PI05Config.chunk_size)
   int64_t max_state_dim = 32;        // state padded to this (PI05Config.max_state_dim)
   int64_t max_action_dim = 32;       // actions padded to this (PI05Config.max_action_dim)

@@ -162,6 +162,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   at::manual_seed(uint64_t(config.seed));
   model::Pi05Policy policy(shape);
   policy->to(device);
+  const bool bf16_params = config.policy.param_dtype == "bf16";
+  if (bf16_params) model::set_param_dtype(policy, at::kBFloat16);
   policy->train();
   model::NamedTensors params;
   for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value());
@@ -216,8 +218,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   for (const auto& p : param_list) n_params += p.numel();
   say("ember train: " + std::to_string(sampler.size()) + " frames from " + config.dataset.root + ", policy pi05/" + shape.preset +
       " (" + std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
-      (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32")
-                         : std::string("cpu fp32")) +
+      (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32") : std::string("cpu") + (bf16_params ? " bf16" : " fp32")) +
+      (bf16_params ? " (bf16 parameters)" : "") +
       ", " + std::to_string(world) + " rank(s), " + std::to_string(workers) + " loader threads" +
       (config.num_workers ? "" : " (--num_workers unset)"));
   if (config.dist.zero && world > 1) say(optimizer_memory_line(optimizer, params, world));
@@ -292,7 +294,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     }
     pending.clear();
   };
-  const bool autocast = bf16;
+  // bf16 parameters need autocast on CPU too (fp32 inputs meet bf16 weights)
+  const bool autocast = bf16 || bf16_params;
   // ranks' loss divisor (see the step): about the global count of real action values
   const double common_divisor = double(std::max<int64_t>(1, config.batch_size * world * shape.horizon));
   constexpr int64_t kHostMeetingEvery = 50;  // steps, at most, between the ranks' host barriers
@@ -337,7 +340,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
       auto micro = micro_host.to(device);
       model::LossOut out;
       {
-        Bf16Autocast bf16_scope(autocast);
+        Bf16Autocast bf16_scope(autocast, device.type());
         out = policy->loss(micro);
         (out.loss_sum / divisor).backward();
       }
