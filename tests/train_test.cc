@@ -269,6 +269,44 @@ TEST(Train, ClipGradNormOverMixedDtypes) {
   EXPECT_NEAR(mixed[1].grad()[1].item<double>(), 0.8, 1e-5);
 }
 
+// The optimizer applying clip_and_scale's multiplier as it reads the gradients gives the
+// update of clipping them first (clip_grad_norm) and stepping after; the gradients' norm is
+// the same and, with no clipping and no scale, there is no multiplier at all.
+TEST(Train, MultiplierInsideTheUpdateEqualsClippingFirst) {
+  auto make = [](at::ScalarType dtype) {
+    std::vector<at::Tensor> ps;
+    at::manual_seed(3);
+    for (int64_t n : {5, 7}) {
+      auto p = at::randn({n}).to(dtype).set_requires_grad(true);
+      p.mutable_grad() = (at::randn({n}) * 4).to(dtype);
+      ps.push_back(p);
+    }
+    return ps;
+  };
+  // Adam's step is nearly blind to a gradient's scale; a large eps makes it see it
+  const AdamWOptions options{0.9, 0.95, 1.0, 0.01};
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    auto a = make(dtype), b = make(dtype), unscaled = make(dtype);
+    model::NamedTensors na{{"x", a[0]}, {"y", a[1]}}, nb{{"x", b[0]}, {"y", b[1]}}, nu{{"x", unscaled[0]}, {"y", unscaled[1]}};
+    AdamW oa(na, options), ob(nb, options), ou(nu, options);
+    ou.step(0.5);
+    const auto scale = at::full({}, 0.5);
+    auto norm_a = clip_grad_norm(a, 1.0, scale);
+    oa.step(0.5);
+    auto r = clip_and_scale(b, 1.0, scale);
+    ASSERT_TRUE(r.multiplier.defined());
+    ob.step(0.5, r.multiplier);
+    EXPECT_NEAR(norm_a.item<double>(), r.norm.item<double>(), 1e-6);
+    const double tol = dtype == at::kFloat ? 1e-6 : 2e-2;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(at::allclose(a[i].to(at::kFloat), b[i].to(at::kFloat), tol, tol)) << i << " " << c10::toString(dtype);
+      EXPECT_GT((a[i].to(at::kFloat) - unscaled[i].to(at::kFloat)).abs().max().item<double>(), 5 * tol) << i;
+    }
+  }
+  auto c = make(at::kFloat);
+  EXPECT_FALSE(clip_and_scale(c, 0.0).multiplier.defined());
+}
+
 TEST(Train, SaveCheckpointFalseWritesNone) {
   test::TempDir dir;
   auto c = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu", "--steps=3",

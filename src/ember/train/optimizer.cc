@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "ember/core/error.h"
 #include "ember/train/trainer.h"
@@ -19,7 +20,7 @@ AdamW::AdamW(model::NamedTensors params, AdamWOptions options) : params_(std::mo
   }
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr, const at::Tensor& grad_multiplier) {
   at::NoGradGuard no_grad;
   // one fused call per parameter dtype (bf16 parameters keep fp32 norms: two groups)
   std::map<at::ScalarType, std::array<std::vector<at::Tensor>, 5>> groups;  // p, g, m, v, step
@@ -33,11 +34,17 @@ void AdamW::step(double lr) {
     g[3].push_back(exp_avg_sq_[i]);
     g[4].push_back(steps_[i]);
   }
+  // the fused kernel divides each gradient by grad_scale (AMP's unscaling) as it reads it
+  std::optional<at::Tensor> divisor;
+  if (grad_multiplier.defined() && !groups.empty()) {
+    const auto device = groups.begin()->second[0][0].device();
+    divisor = grad_multiplier.to(device, at::kFloat).reciprocal().reshape({});
+  }
   for (auto& [dtype, g] : groups) {
     // the fused kernel reads the step count for bias correction; the caller advances it
     at::_foreach_add_(g[4], 1.0);
     at::_fused_adamw_(g[0], g[1], g[2], g[3], /*max_exp_avg_sqs=*/{}, g[4], lr, options_.beta1, options_.beta2,
-                      options_.weight_decay, options_.eps, /*amsgrad=*/false, /*maximize=*/false);
+                      options_.weight_decay, options_.eps, /*amsgrad=*/false, /*maximize=*/false, divisor);
   }
 }
 
@@ -70,8 +77,8 @@ int64_t AdamW::local_state_bytes() const {
   return n;
 }
 
-at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
-                          Collectives* sum_over_ranks) {
+ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
+                            Collectives* sum_over_ranks) {
   at::NoGradGuard no_grad;
   // the gradients by dtype: the foreach kernels take one dtype per list
   std::map<at::ScalarType, std::vector<at::Tensor>> grads;
@@ -84,7 +91,8 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
       for (auto& n : at::_foreach_norm(list, 2.0, at::kFloat)) norms.push_back(n);
     return at::stack(norms).pow(2).sum();
   };
-  at::Tensor total;
+  ClipAndScale out;
+  at::Tensor& total = out.norm;
   if (sum_over_ranks) {
     // this rank's share of the squared norm, summed over the ranks (collective: every rank
     // takes part, with or without gradients of its own)
@@ -94,22 +102,39 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
     sum_over_ranks->all_reduce_sum(one);
     total = one[0].reshape({}).sqrt();
   } else {
-    if (grads.empty()) return at::zeros({}, at::kFloat);
+    if (grads.empty()) {
+      total = at::zeros({}, at::kFloat);
+      return out;
+    }
     total = squared_norm().sqrt();
   }
   if (scale.defined()) total = total * scale.to(total.device(), at::kFloat);
   if (max_norm > 0 || scale.defined()) {
     // min(1, max_norm / norm) on the device; a non-finite norm leaves the gradients as they are;
-    // one multiplication applies the scale and the clipping together
+    // one multiplier for the scale and the clipping together
     auto coef = at::ones_like(total);
     if (max_norm > 0) {
       coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
       coef = at::where(at::isfinite(total), coef, at::ones_like(coef));
     }
     if (scale.defined()) coef = coef * scale.to(total.device(), at::kFloat);
-    for (auto& [dtype, list] : grads) at::_foreach_mul_(list, coef);
+    out.multiplier = coef;
   }
-  return total;
+  return out;
+}
+
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
+                          Collectives* sum_over_ranks) {
+  auto r = clip_and_scale(params, max_norm, scale, sum_over_ranks);
+  if (r.multiplier.defined()) {
+    at::NoGradGuard no_grad;
+    std::map<at::ScalarType, std::vector<at::Tensor>> grads;
+    for (const auto& p : params)
+      if (p.grad().defined()) grads[p.grad().scalar_type()].push_back(p.grad());
+    // the multiplier in each list's dtype: the foreach kernels' fast path takes one dtype
+    for (auto& [dtype, list] : grads) at::_foreach_mul_(list, r.multiplier.to(dtype));
+  }
+  return r.norm;
 }
 
 }  // namespace ember::train

@@ -24,7 +24,9 @@ struct AdamWOptions {
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  virtual void step(double lr) = 0;
+  // grad_multiplier (a 0-d fp32 tensor, or undefined: 1): the gradients are read multiplied
+  // by it (clip_and_scale's multiplier), inside the update: no pass of its own over them.
+  virtual void step(double lr, const at::Tensor& grad_multiplier = {}) = 0;
   virtual void zero_grad() = 0;
   // The full state by name (every parameter's, on every rank).
   virtual model::NamedTensors state() const = 0;
@@ -38,9 +40,9 @@ class AdamW final : public Optimizer {
   // params: the trainable parameters with their names (kept by reference, updated in place).
   AdamW(model::NamedTensors params, AdamWOptions options);
 
-  // One update at learning rate lr with the gradients in p.grad(); parameters without a
-  // gradient are skipped.
-  void step(double lr) override;
+  // One update at learning rate lr with the gradients in p.grad() (times grad_multiplier);
+  // parameters without a gradient are skipped.
+  void step(double lr, const at::Tensor& grad_multiplier = {}) override;
   // Sets every gradient to undefined.
   void zero_grad() override;
 
@@ -66,5 +68,15 @@ class AdamW final : public Optimizer {
 // parameters), the squared norms of every rank's gradients are summed (a collective).
 at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {},
                           Collectives* sum_over_ranks = nullptr);
+
+// clip_grad_norm's norm and multiplier (scale x the clipping coefficient, 0-d fp32 tensors on
+// the gradients' device) without touching the gradients: Optimizer::step applies the
+// multiplier while it reads them, which saves a read and a write of every gradient.
+struct ClipAndScale {
+  at::Tensor norm;        // the global norm after `scale`, before clipping
+  at::Tensor multiplier;  // undefined when there is nothing to multiply (no scale, no clipping)
+};
+ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {},
+                            Collectives* sum_over_ranks = nullptr);
 
 }  // namespace ember::train

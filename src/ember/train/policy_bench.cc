@@ -159,8 +159,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       out.loss.backward();
       mark(phase_backward);
       autocast.reset();
-      clip_grad_norm(plist, 1.0);
-      opt.step(1e-5);
+      opt.step(1e-5, clip_and_scale(plist, 1.0).multiplier);
       last_loss_t = out.loss.detach();
       mark(phase_optimizer);
       if (int(i) < o.warmup) continue;

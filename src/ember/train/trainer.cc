@@ -362,8 +362,10 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     } else {
       step_loss = loss_sum / divisor;
     }
-    at::Tensor grad_norm = clip_grad_norm(param_list, config.optimizer.grad_clip_norm, grad_scale, norm_over_ranks);
-    optimizer.step(lr);
+    // the clipping (and the ranks' scale) is applied by the optimizer as it reads the gradients
+    auto clip = clip_and_scale(param_list, config.optimizer.grad_clip_norm, grad_scale, norm_over_ranks);
+    at::Tensor grad_norm = clip.norm;
+    optimizer.step(lr, clip.multiplier);
     ++step;
     pending.push_back({step, step_loss, grad_norm});
     if (gpu_lag && !gpu_lag->mark(dist_timeout)) {

@@ -41,8 +41,8 @@ std::vector<at::Tensor> ZeroAdamW::owned_by(int rank) const {
   return out;
 }
 
-void ZeroAdamW::step(double lr) {
-  local_->step(lr);
+void ZeroAdamW::step(double lr, const at::Tensor& grad_multiplier) {
+  local_->step(lr, grad_multiplier);
   // all-gather of the updated shards: each owner's parameters broadcast in buckets
   at::NoGradGuard no_grad;
   for (int r = 0; r < collectives_->world_size(); ++r) {

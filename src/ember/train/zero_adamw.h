@@ -31,7 +31,7 @@ class ZeroAdamW final : public Optimizer {
   ZeroAdamW(model::NamedTensors params, AdamWOptions options, std::shared_ptr<Collectives> collectives);
 
   // Collective: updates this rank's parameters, then broadcasts every shard from its owner.
-  void step(double lr) override;
+  void step(double lr, const at::Tensor& grad_multiplier = {}) override;
   void zero_grad() override;
   // Collective: the full state on every rank (each shard broadcast from its owner), in
   // AdamW::state()'s order and names.
