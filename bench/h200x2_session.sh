@@ -33,6 +33,8 @@
 #   u: (a fresh machine) the GPU tests; pi05's bench with fp32 master weights and bf16 parameters.
 #   v: (after u, nothing carried) pi05 on 1 and 2 GPUs with bf16 parameters (batch 16, 32) and
 #      fp32 master weights (batch 16).
+#   w: (a fresh machine, .prev/base = the previous commit) pi05's bench (varlen), this build beside
+#      the previous commit's, with bf16 parameters and fp32 master weights.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -328,4 +330,16 @@ case "${1:?a|b|c|d}" in
     cat "$out/fp32_b16/dist_scaling.jsonl"
     OUT="$out/bf16_b32" BATCH=32 STEPS=40 PHASE=all EXTRA="--policy.param_dtype=bf16" bash bench/dist_scaling.sh $data pi05 >>"$out/dist_pi05.log" 2>&1
     cat "$out/bf16_b32/dist_scaling.jsonl" ;;
+  w)
+    # (a fresh machine, .prev/base = the commit before) pi05's bench, varlen, this build beside
+    # the previous commit's, one per GPU: bf16 parameters, then fp32 master weights (GPUs swapped)
+    build_both "ember" || { tail -n 20 "$out"/build*.log; exit 1; }
+    bench() {  # BUILD_DIR GPU CORES PARAM_DTYPE NAME
+      CUDA_VISIBLE_DEVICES=$2 taskset -c "$3" "$1/bin/ember" bench policy --preset pi05 --stream libero --attention varlen \
+        --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype "$4" 2>/dev/null | sed "s|^{|{\"build\":\"$5\",|"
+    }
+    {
+      bench build-gpu 0 0-15 bf16 after & bench .prev/base/build-gpu 1 16-31 bf16 base & wait
+      bench build-gpu 1 16-31 fp32 after & bench .prev/base/build-gpu 0 0-15 fp32 base & wait
+    } | tee "$out/policy_clip.jsonl" | cut -c1-330 ;;
 esac
