@@ -10,6 +10,9 @@ Prints, per step when --steps is given (the timed steps the trace holds):
   - GPU time by kind of kernel (matmul, attention, optimizer, copy/cast, norm, reduction,
     elementwise, communication, other), by name patterns;
   - the K GPU kernels with the most total time (name, calls, ms), and their share of busy time;
+  - GPU time by the operator that launched it (kernels linked to CPU operators by the trace's
+    "External id"): the launching operator and its nearest callers that are not casts, copies
+    or views, e.g. "aten::copy_ < ToCopyBackward0" (the backward of a cast);
   - kernel launches (cudaLaunchKernel and friends) and their host time;
   - the K CPU operators with the most inclusive time;
   - leaf operators per step (ATen operators that call no other, less views and no-ops): on a
@@ -104,6 +107,59 @@ def leaf_ops(events):
     return counts
 
 
+# callers skipped when naming who launched a kernel: they only wrap another operator
+WRAPPERS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone", "aten::reshape",
+            "aten::_reshape_alias", "aten::empty_like", "aten::fill_", "aten::zero_", "aten::zeros", "aten::zeros_like"}
+
+
+def parents(ops):
+    """Index of each CPU operator's enclosing operator on its thread (or None)."""
+    parent = [None] * len(ops)
+    by_thread = collections.defaultdict(list)
+    for i, e in enumerate(ops):
+        by_thread[(e.get("pid"), e.get("tid"))].append(i)
+    for idx in by_thread.values():
+        idx.sort(key=lambda i: (ops[i]["ts"], -ops[i]["dur"]))
+        stack = []
+        for i in idx:
+            while stack and ops[stack[-1]]["ts"] + ops[stack[-1]]["dur"] <= ops[i]["ts"]:
+                stack.pop()
+            parent[i] = stack[-1] if stack else None
+            stack.append(i)
+    return parent
+
+
+def by_launcher(events, gpu, depth=2):
+    """GPU time keyed by (kind, "launcher < caller < ..."): the CPU operator whose External id the
+    kernel carries, then up to `depth` callers that are not wrappers."""
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    parent = parents(ops)
+    by_id = {}
+    for i, e in enumerate(ops):
+        ext = (e.get("args") or {}).get("External id")
+        if ext is not None:
+            by_id.setdefault(ext, i)
+    out = collections.defaultdict(lambda: [0, 0.0])
+    for k in gpu:
+        ext = (k.get("args") or {}).get("External id")
+        i = by_id.get(ext)
+        if i is None:
+            path = "(no operator)"
+        else:
+            names = [ops[i].get("name", "?")]
+            j = parent[i]
+            while j is not None and len(names) <= depth:
+                name = ops[j].get("name", "?")
+                if name not in WRAPPERS:
+                    names.append(name.replace("autograd::engine::evaluate_function: ", ""))
+                j = parent[j]
+            path = " < ".join(names)
+        entry = out[(kind_of(k.get("name", "?")), path)]
+        entry[0] += 1
+        entry[1] += k["dur"]
+    return out
+
+
 def summarise(events, steps, top):
     gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     gpu = [e for e in events if e.get("cat") in gpu_cats]
@@ -136,6 +192,11 @@ def summarise(events, steps, top):
         out["top_kernels"] = [
             {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
             for name, (c, d) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]
+        ]
+        launchers = by_launcher(events, gpu)
+        out["top_launchers"] = [
+            {"kind": kind, "launcher": path[:160], "calls": c * per, "ms": d / 1e3 * per}
+            for (kind, path), (c, d) in sorted(launchers.items(), key=lambda kv: -kv[1][1])[:top]
         ]
         launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")]
         out["launches"] = len(launches) * per
@@ -190,6 +251,10 @@ def main():
         print("top GPU kernels:")
         for k in s["top_kernels"]:
             print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['name']}")
+    if s.get("top_launchers"):
+        print("GPU time by launching operator (< its callers):")
+        for k in s["top_launchers"]:
+            print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['kind']:<13} {k['launcher']}")
     print("top CPU operators (inclusive):")
     for k in s["top_cpu_ops_inclusive"]:
         print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['name']}")
