@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Data-parallel scaling on one node: `ember train` on 1 GPU, then the same per-GPU batch on 2 GPUs
-# through `ember launch --nproc_per_node 2` (NCCL), optionally also with ZeRO-1. Reads each run's
-# metrics.jsonl (samples_per_s, the first log window skipped as warm-up) and prints one JSON line
-# per configuration plus the scaling efficiency = samples/s on 2 GPUs / (2 x samples/s on 1).
+# Data-parallel scaling on one node: `ember train` on 1 GPU, then the same per-GPU batch on N GPUs
+# (GPUS, default 2) through `ember launch --nproc_per_node N` (NCCL), optionally also with ZeRO-1.
+# Reads each run's metrics.jsonl (samples_per_s, the first log window skipped as warm-up) and
+# prints one JSON line per configuration with the scaling efficiency = samples/s on N GPUs /
+# (N x samples/s on 1), the step's extra time on N GPUs outside the data wait, peak memory.
 #
 #   bench/dist_scaling.sh DATASET_ROOT [PRESET...]
 #
@@ -13,9 +14,11 @@
 #   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)
 #   WORKERS=6 (loader threads per rank)          ZERO=1    also run 2 GPUs with --dist.zero=1
 #   EXTRA='...'                 more `ember train` flags
+#   DEVICE=cuda                 cpu: ranks on Gloo (the script's own test, tiny preset)
 #   EMBER_COMMIT=abc1234        the commit recorded in the results (default: git rev-parse HEAD)
-#   PHASE=all|1gpu|2gpu         1gpu: only the 1-GPU runs; 2gpu: only the 2-GPU runs, compared with
-#                               the 1-GPU metrics an earlier PHASE=1gpu left in the same OUT
+#   GPUS="2 4 8"                the multi-GPU runs (one process per GPU; default 2)
+#   PHASE=all|1gpu|multi        1gpu: only the 1-GPU run; multi (or 2gpu): only the GPUS runs,
+#                               compared with the 1-GPU metrics an earlier PHASE=1gpu left in OUT
 # Runs write no checkpoint (--save_checkpoint=false): pi05's would be ~40 GB per run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +57,7 @@ run() {
   local name=$1 nproc=$2
   shift 2
   rm -rf "${runs:?}/$name"
-  local train=(train --dataset.root="$data" --output_dir="$runs/$name" --policy.preset="$preset" --device=cuda
+  local train=(train --dataset.root="$data" --output_dir="$runs/$name" --policy.preset="$preset" --device="${DEVICE:-cuda}"
                --steps="$steps" --log_freq="$log_freq" --save_checkpoint=false --batch_size="$batch" --num_workers="$workers"
                "$@" ${EXTRA:-})
   echo "== $name: $nproc GPU(s)" >&2
@@ -70,31 +73,38 @@ run() {
 }
 
 phase="${PHASE:-all}"
+[[ "$phase" == 2gpu ]] && phase=multi  # the old name of the multi-GPU phase
+read -r -a gpus <<<"${GPUS:-2}"
 for preset in "${presets[@]}"; do
-  [[ "$phase" == 2gpu ]] || run "${preset}_1gpu" 1
+  [[ "$phase" == multi ]] || run "${preset}_1gpu" 1
   [[ "$phase" == 1gpu ]] && continue
   read -r sps1 mem1 st1 w1 < <(summarize "$out/${preset}_1gpu.metrics.jsonl")
-  run "${preset}_2gpu" 2
-  read -r sps2 mem2 st2 w2 < <(summarize "$out/${preset}_2gpu.metrics.jsonl")
-  configs=("2gpu $sps2 $mem2 $st2 $w2")
-  if [[ "${ZERO:-0}" == 1 ]]; then
-    run "${preset}_2gpu_zero1" 2 --dist.zero=1
-    read -r spsz memz stz wz < <(summarize "$out/${preset}_2gpu_zero1.metrics.jsonl")
-    configs+=("2gpu_zero1 $spsz $memz $stz $wz")
-  fi
+  configs=()
+  for n in "${gpus[@]}"; do
+    run "${preset}_${n}gpu" "$n"
+    configs+=("$n ${n}gpu $(summarize "$out/${preset}_${n}gpu.metrics.jsonl")")
+    if [[ "${ZERO:-0}" == 1 ]]; then
+      run "${preset}_${n}gpu_zero1" "$n" --dist.zero=1
+      configs+=("$n ${n}gpu_zero1 $(summarize "$out/${preset}_${n}gpu_zero1.metrics.jsonl")")
+    fi
+  done
   for c in "${configs[@]}"; do
-    read -r name sps mem st w <<<"$c"
-    python3 - "$preset" "$name" "$sps1" "$mem1" "$st1" "$sps" "$mem" "$st" "$w1" "$w" "$batch" "$steps" "$gpu" "$commit" <<'PY' | tee -a "$out/dist_scaling.jsonl"
+    read -r n name sps mem st w <<<"$c"
+    python3 - "$preset" "$name" "$n" "$sps1" "$mem1" "$st1" "$sps" "$mem" "$st" "$w1" "$w" "$batch" "$steps" "$gpu" "$commit" <<'PY' | tee -a "$out/dist_scaling.jsonl"
 import json, sys
-preset, name, s1, m1, t1, s2, m2, t2, w1, w2, batch, steps, gpu, commit = sys.argv[1:]
+preset, name, n, s1, m1, t1, s2, m2, t2, w1, w2, batch, steps, gpu, commit = sys.argv[1:]
+n = int(n)
 s1, m1, t1, s2, m2, t2, w1, w2 = map(float, (s1, m1, t1, s2, m2, t2, w1, w2))
-print(json.dumps({"bench": "dist_scaling", "device": gpu, "commit": commit, "preset": preset, "config": name,
+print(json.dumps({"bench": "dist_scaling", "device": gpu, "commit": commit, "preset": preset, "config": name, "gpus": n,
                   "per_gpu_batch": int(batch), "steps": int(steps),
-                  "samples_per_s_1gpu": round(s1, 2), "samples_per_s_2gpu": round(s2, 2),
-                  "scaling_efficiency": round(s2 / (2 * s1), 4),
-                  "step_time_s_1gpu": round(t1, 4), "step_time_s_2gpu": round(t2, 4),
-                  "peak_mem_gb_1gpu": m1, "peak_mem_gb_2gpu_rank0": m2,
-                  "data_wait_frac_1gpu": w1, "data_wait_frac_2gpu": w2}))
+                  "samples_per_s_1gpu": round(s1, 2), f"samples_per_s_{n}gpu": round(s2, 2),
+                  "scaling_efficiency": round(s2 / (n * s1), 4),
+                  "step_time_s_1gpu": round(t1, 4), f"step_time_s_{n}gpu": round(t2, 4),
+                  # the N-GPU step's extra time: exposed communication and its slowing of the
+                  # kernels it overlaps (the data wait is apart)
+                  "extra_step_s": round(t2 * (1 - w2) - t1 * (1 - w1), 4),
+                  "peak_mem_gb_1gpu": m1, f"peak_mem_gb_{n}gpu_rank0": m2,
+                  "data_wait_frac_1gpu": w1, f"data_wait_frac_{n}gpu": w2}))
 PY
   done
 done

@@ -224,6 +224,27 @@ def main():
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--profile", summary_py],
                    ["--profile"])
 
+    # bench/dist_scaling.sh on CPU ranks (Gloo): the tiny preset on 1 rank, then 2 ranks with and
+    # without ZeRO-1; one JSON line per multi-rank run with its efficiency
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "dist_scaling.sh")
+    if not video:
+        print("skip dist_scaling.sh on CPU ranks: ember was built without FFmpeg and the fixture's cameras are videos")
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, OUT=os.path.join(tmp, "out"), RUNS=os.path.join(tmp, "runs"), DEVICE="cpu", EMBER=ember,
+                       EXTRA="--dataset.image_size=32 --policy.horizon=10", STEPS="6", LOG_FREQ="2", BATCH="4",
+                       WORKERS="1", GPUS="2", ZERO="1", EMBER_COMMIT="test")
+            p = subprocess.run(["bash", script, os.path.join(a.data, "lerobot_v3_0"), "tiny"], capture_output=True, text=True,
+                               env=env, timeout=300)
+            try:
+                lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+                ok = (p.returncode == 0 and [l["config"] for l in lines] == ["2gpu", "2gpu_zero1"]
+                      and all(l["gpus"] == 2 and l["samples_per_s_2gpu"] > 0 and 0 < l["scaling_efficiency"] for l in lines)
+                      and all(l["commit"] == "test" and "extra_step_s" in l for l in lines))
+            except Exception as e:  # noqa: BLE001
+                ok, lines = False, f"{e}"
+            check("dist_scaling.sh on CPU ranks", ok, f"{lines} {p.stderr[-600:]}")
+
     # the demo (main job), shortened: collect -> train -> evaluate (or train on the bundled
     # dataset when built without the simulator)
     with tempfile.TemporaryDirectory() as tmp:
