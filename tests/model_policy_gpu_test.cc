@@ -2,10 +2,13 @@
 // compute the same loss and gradients within bf16 tolerance. Skips (with the reason) where no
 // CUDA device is present.
 #include <gtest/gtest.h>
+
+#include <array>
 #include <torch/cuda.h>
 
 #include <ATen/autocast_mode.h>
 
+#include "ember/model/attention.h"
 #include "ember/model/pi05.h"
 
 namespace ember::model {
@@ -83,6 +86,36 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   auto padded = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kPadded).to(cuda), noise, time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
   expect_grads_close(varlen, padded, 2e-2, policy);
+}
+
+// The vision tower's attention on CUDA (FlashAttention on the strided q, k, v views of the fused
+// qkv projection) equals PyTorch's math attention in fp32 within bf16 tolerance, forward and
+// backward, with a number of images that is not a multiple of anything.
+TEST(Pi05PolicyCuda, ImageAttentionMatchesMathAttention) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  at::manual_seed(4);
+  const int64_t n = 7, p = 64, heads = 4, d = 72;  // d as SigLIP's (1152 / 16)
+  at::Device cuda(at::kCUDA, 0);
+  auto qkv32 = at::randn({n, p, 3 * heads * d}, at::TensorOptions().device(cuda));
+  auto views = [&](const at::Tensor& qkv) {
+    auto t = qkv.view({n, p, 3, heads, d}).permute({2, 0, 3, 1, 4});  // [3, n, h, P, d]
+    return std::array<at::Tensor, 3>{t[0], t[1], t[2]};
+  };
+  auto a = qkv32.to(at::kBFloat16).requires_grad_();
+  auto b = qkv32.clone().requires_grad_();
+  auto [qa, ka, va] = views(a);
+  auto [qb, kb, vb] = views(b);
+  auto fast = image_attention(qa, ka, va);
+  auto ref = std::get<0>(at::_scaled_dot_product_attention_math(qb, kb, vb));
+  ASSERT_EQ(fast.sizes(), ref.sizes());
+  auto rel = [](const at::Tensor& x, const at::Tensor& y) {
+    return (x.to(at::kFloat) - y).abs().max().item<double>() / std::max(y.abs().max().item<double>(), 1e-6);
+  };
+  EXPECT_LT(rel(fast, ref), 2e-2);
+  auto g = at::randn_like(ref);
+  (fast.to(at::kFloat) * g).sum().backward();
+  (ref * g).sum().backward();
+  EXPECT_LT(rel(a.grad(), b.grad()), 3e-2);
 }
 
 // --policy.param_dtype=bf16 on CUDA: the same policy with bf16 weights (norms and the patch and

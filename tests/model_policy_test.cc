@@ -7,6 +7,7 @@
 #include "ember/core/error.h"
 #include "ember/model/layers.h"
 #include "ember/model/pi05.h"
+#include "ember/model/vision.h"
 #include "ember/train/optimizer.h"
 #include <ATen/autocast_mode.h>
 #include <torch/optim/adamw.h>
@@ -93,6 +94,26 @@ TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
 // RoPE as Gemma applies it to the two halves of each head: [x1, x2] -> [x1 cos - x2 sin,
 // x2 cos + x1 sin] with angle position / base^(2i / d); position 0 is the identity; the dot
 // product of a rotated query and key depends on their distance only; bf16 in, bf16 out.
+// The patch embedding as one matrix product over the patches equals the strided convolution it
+// replaces (fp32, CPU), with the gradients of its weight and bias.
+TEST(VisionTower, PatchEmbeddingEqualsTheStridedConvolution) {
+  at::manual_seed(5);
+  const int patch = 4;
+  auto images = at::rand({3, 3, 16, 16}) * 2 - 1;
+  auto w1 = (at::randn({8, 3, patch, patch}) * 0.1).requires_grad_();
+  auto b1 = at::randn({8}).requires_grad_();
+  auto w2 = w1.detach().clone().requires_grad_(), b2 = b1.detach().clone().requires_grad_();
+  auto ours = patch_embed(images, w1, b1, patch);  // [n, P, w]
+  auto conv = at::conv2d(images, w2, b2, {patch, patch}).flatten(2).transpose(1, 2);
+  ASSERT_EQ(ours.sizes(), conv.sizes());
+  EXPECT_LT(max_rel_err(ours, conv), 1e-6);
+  auto g = at::randn_like(conv);
+  (ours * g).sum().backward();
+  (conv * g).sum().backward();
+  EXPECT_LT(max_rel_err(w1.grad(), w2.grad()), 1e-5);
+  EXPECT_LT(max_rel_err(b1.grad(), b2.grad()), 1e-5);
+}
+
 TEST(Rope, RotatesTheTwoHalvesAsGemma) {
   at::manual_seed(7);
   const int64_t d = 8, heads = 3;

@@ -136,6 +136,12 @@ JointOut joint_attention(const AttentionPlan& plan, const JointQKV& qkv) {
 }
 
 at::Tensor image_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  // On CUDA in 16-bit: FlashAttention itself. SDPA would pick cuDNN's kernels there, whose plans
+  // are built for each new shape, and the number of images changes from batch to batch when
+  // cameras are missing. FlashAttention takes the strided q, k, v views as they are.
+  const auto dtype = q.scalar_type();
+  if (q.is_cuda() && (dtype == at::kBFloat16 || dtype == at::kHalf) && q.size(-1) % 8 == 0 && q.size(-1) <= 256)
+    return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v));
   return at::scaled_dot_product_attention(q, k, v);
 }
 

@@ -30,9 +30,15 @@ VisionTowerImpl::VisionTowerImpl(const VisionShape& s) : shape(s) {
   final_norm = register_module("final_norm", LayerNorm(s.width));
 }
 
+at::Tensor patch_embed(const at::Tensor& images, const at::Tensor& weight, const at::Tensor& bias, int patch) {
+  const int64_t n = images.size(0), c = images.size(1), g = images.size(2) / patch, w = weight.size(0);
+  // [n, c, g, p, g, p] -> [n, g, g, c, p, p]: one row per patch, in the weight's (c, p, p) order
+  auto rows = images.reshape({n, c, g, patch, g, patch}).permute({0, 2, 4, 1, 3, 5}).reshape({n * g * g, c * patch * patch});
+  return at::linear(rows, weight.view({w, -1}), bias).view({n, g * g, w});
+}
+
 at::Tensor VisionTowerImpl::forward(const at::Tensor& images) const {
-  auto x = at::conv2d(images, patch_weight, patch_bias, {shape.patch, shape.patch});  // [n, w, S/p, S/p]
-  x = x.flatten(2).transpose(1, 2) + positions;                                       // [n, P, w]
+  auto x = patch_embed(images, patch_weight, patch_bias, shape.patch) + positions;  // [n, P, w]
   for (const auto& block : *blocks) x = block->as<VitBlockImpl>()->forward(x);
   return final_norm->forward(x);
 }

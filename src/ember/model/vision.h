@@ -9,6 +9,12 @@
 
 namespace ember::model {
 
+// The patch embedding: a convolution with stride = kernel = patch (weight [w, c, p, p], bias [w])
+// computed as one matrix product over the images' patches, [n, P, w]. No per-shape convolution
+// plans (cuDNN builds one for each new number of images, and that number changes from batch to
+// batch when cameras are missing).
+at::Tensor patch_embed(const at::Tensor& images, const at::Tensor& weight, const at::Tensor& bias, int patch);
+
 class VitBlockImpl : public torch::nn::Module {
  public:
   VitBlockImpl(const VisionShape& shape);
