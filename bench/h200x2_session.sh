@@ -35,6 +35,9 @@
 #      fp32 master weights (batch 16).
 #   w: (a fresh machine, .prev/base = the previous commit) pi05's bench (varlen), this build beside
 #      the previous commit's, with bf16 parameters and fp32 master weights.
+#   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
+#      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
+#      base on both streams, a community-stream profile by launching operator.
 # Logs under $OUT. Run from the repository root with .deps, .gl and .prev carried.
 set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
@@ -342,4 +345,18 @@ case "${1:?a|b|c|d}" in
       bench build-gpu 0 0-15 bf16 after & bench .prev/base/build-gpu 1 16-31 bf16 base & wait
       bench build-gpu 1 16-31 fp32 after & bench .prev/base/build-gpu 0 0-15 fp32 base & wait
     } | tee "$out/policy_clip.jsonl" | cut -c1-330 ;;
+  x)
+    # (a fresh machine, .prev/base = bb8dbe6, before the vision tower's change) both builds; the
+    # GPU tests; pi05's bench (varlen and padded, both streams) with each build side by side;
+    # then a profile of the community stream (bf16 parameters) by launching operator
+    build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|Failure\|PASSED" "$out"/gpu_tests*.log
+    bash "$0" i_bench
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream community --attention varlen --device cuda \
+      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-x >/dev/null 2>&1
+    python3 bench/trace_summary.py /tmp/ember-prof-x/pi05_community_varlen.json --steps 4 --top 30 >"$out/profile_community.txt" 2>&1
+    sed -n 1,12p "$out/profile_community.txt"; grep -A30 "launching operator" "$out/profile_community.txt" | cut -c1-200 ;;
 esac
