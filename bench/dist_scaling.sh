@@ -11,8 +11,10 @@
 # `ember sim collect --camera_dtype image --image_size 224 ...`). PRESET: small, pi05 (default:
 # both). Environment:
 #   EMBER=build-gpu/bin/ember   the binary       OUT=/tmp/ember-out   logs, metrics, results
-#   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10  BATCH=16 (per GPU)
-#   WORKERS=6 (loader threads per rank)          ZERO=1    also run 2 GPUs with --dist.zero=1
+#   RUNS=/tmp/ember-dist-runs   output_dirs      STEPS=60  LOG_FREQ=10
+#   BATCH (per GPU; default small 128, pi05 32, others 16)
+#   WORKERS (loader threads per rank; default ember's: the host's cores shared among its ranks)
+#   ZERO=1                      also run each multi-GPU count with --dist.zero=1
 #   EXTRA='...'                 more `ember train` flags
 #   DEVICE=cuda                 cpu: ranks on Gloo (the script's own test, tiny preset)
 #   EMBER_COMMIT=abc1234        the commit recorded in the results (default: git rev-parse HEAD)
@@ -29,7 +31,7 @@ presets=("$@")
 ember="${EMBER:-$root/build-gpu/bin/ember}"
 out="${OUT:-/tmp/ember-out}"
 runs="${RUNS:-/tmp/ember-dist-runs}"
-steps="${STEPS:-60}" log_freq="${LOG_FREQ:-10}" batch="${BATCH:-16}" workers="${WORKERS:-6}"
+steps="${STEPS:-60}" log_freq="${LOG_FREQ:-10}"
 mkdir -p "$out" "$runs"
 export NCCL_NVLS_ENABLE=0
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo unknown)"
@@ -58,8 +60,8 @@ run() {
   shift 2
   rm -rf "${runs:?}/$name"
   local train=(train --dataset.root="$data" --output_dir="$runs/$name" --policy.preset="$preset" --device="${DEVICE:-cuda}"
-               --steps="$steps" --log_freq="$log_freq" --save_checkpoint=false --batch_size="$batch" --num_workers="$workers"
-               "$@" ${EXTRA:-})
+               --steps="$steps" --log_freq="$log_freq" --save_checkpoint=false --batch_size="$batch"
+               ${WORKERS:+--num_workers="$WORKERS"} "$@" ${EXTRA:-})
   echo "== $name: $nproc GPU(s)" >&2
   if ((nproc == 1)); then
     "$ember" "${train[@]}" >"$out/$name.log" 2>&1 || { tail -20 "$out/$name.log"; return 1; }
@@ -76,6 +78,9 @@ phase="${PHASE:-all}"
 [[ "$phase" == 2gpu ]] && phase=multi  # the old name of the multi-GPU phase
 read -r -a gpus <<<"${GPUS:-2}"
 for preset in "${presets[@]}"; do
+  # per-GPU batch: BATCH, else the preset's (small 128, the batch its ember10 recipe trains with;
+  # pi05 32; others 16)
+  case "$preset" in small) batch="${BATCH:-128}" ;; pi05) batch="${BATCH:-32}" ;; *) batch="${BATCH:-16}" ;; esac
   [[ "$phase" == multi ]] || run "${preset}_1gpu" 1
   [[ "$phase" == 1gpu ]] && continue
   read -r sps1 mem1 st1 w1 < <(summarize "$out/${preset}_1gpu.metrics.jsonl")

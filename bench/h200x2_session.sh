@@ -43,6 +43,8 @@ set -uo pipefail
 out="${OUT:-/tmp/ember-out}"
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0
+# the steps below were written when bench/dist_scaling.sh's per-GPU batch defaulted to 16
+export BATCH="${BATCH:-16}"
 data=/tmp/ember-libero-like
 root="$(pwd)"
 build_both() {
