@@ -220,6 +220,9 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind", ok, str(kinds))
+        user_error("bench policy --param_dtype", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--param_dtype", "fp16"],
+                   ["--param_dtype", "fp16"])
         user_error("bench policy --profile into a file", ember,
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--profile", summary_py],
                    ["--profile"])
