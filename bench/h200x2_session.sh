@@ -170,17 +170,7 @@ case "${1:?a|b|c|d}" in
     # pi05's bench, varlen and padded: this build and the previous commit's at the same time, one
     # per GPU (cores 0-15 and 16-31), swapping GPUs between the libero and community streams
     build_both "ember" || exit 1
-    bench() {  # BUILD_DIR GPU CORES STREAM NAME
-      CUDA_VISIBLE_DEVICES=$2 taskset -c "$3" "$1/bin/ember" bench policy --preset pi05 --stream "$4" --device cuda \
-        --batch_size 16 --warmup 3 --steps 10 >"$out/policy_$5_$4.jsonl" 2>"$out/policy_$5_$4.err"
-    }
-    for stream in libero community; do
-      if [[ $stream == libero ]]; then g_after=0 g_base=1; else g_after=1 g_base=0; fi
-      bench build-gpu $g_after $((g_after * 16))-$((g_after * 16 + 15)) $stream after &
-      bench .prev/base/build-gpu $g_base $((g_base * 16))-$((g_base * 16 + 15)) $stream base &
-      wait
-    done
-    tail -n 3 "$out"/policy_*.jsonl ;;
+    bash "$0" i_bench ;;
   j)
     # (a fresh machine) the GPU tests, then --bf16_weights on and off in one build: pi05's bench
     # (GPU 0), small on 1 and 2 GPUs at per-GPU batch 16, and small at batch 128 with loader

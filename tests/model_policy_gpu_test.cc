@@ -70,22 +70,32 @@ void expect_grads_close(const LossAndGrads& a, const LossAndGrads& ref, double t
   }
 }
 
+// Six samples, a 3-layer policy on GPU 0, and the noise and times of one loss.
+struct CudaCase {
+  PolicyShape shape = test_shape(3);
+  std::vector<PolicySample> samples = samples_for(shape, 6);
+  std::vector<const PolicySample*> ptrs;
+  at::Device cuda{at::kCUDA, 0};
+  Pi05Policy policy{nullptr};
+  at::Tensor noise, time;
+  CudaCase() {
+    for (const auto& s : samples) ptrs.push_back(&s);
+    at::manual_seed(2);
+    policy = Pi05Policy(shape);
+    policy->to(cuda);
+    noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
+    time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
+  }
+  PolicyInputs inputs(AttentionBackend backend) const { return collate(ptrs, shape, backend).to(cuda); }
+};
+
 TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  auto shape = test_shape(3);
-  auto samples = samples_for(shape, 6);
-  std::vector<const PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  at::manual_seed(2);
-  Pi05Policy policy(shape);
-  at::Device cuda(at::kCUDA, 0);
-  policy->to(cuda);
-  auto noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
-  auto time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
-  auto varlen = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda), noise, time);
-  auto padded = bf16_pass(policy, collate(ptrs, shape, AttentionBackend::kPadded).to(cuda), noise, time);
+  CudaCase c;
+  auto varlen = bf16_pass(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
+  auto padded = bf16_pass(c.policy, c.inputs(AttentionBackend::kPadded), c.noise, c.time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
-  expect_grads_close(varlen, padded, 2e-2, policy);
+  expect_grads_close(varlen, padded, 2e-2, c.policy);
 }
 
 // The vision tower's attention on CUDA (FlashAttention on the strided q, k, v views of the fused
@@ -123,26 +133,18 @@ TEST(Pi05PolicyCuda, ImageAttentionMatchesMathAttention) {
 // through the varlen kernel.
 TEST(Pi05PolicyCuda, Bf16ParametersMatchFp32MasterWeights) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  auto shape = test_shape(3);
-  auto samples = samples_for(shape, 6);
-  std::vector<const PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  at::manual_seed(2);
-  Pi05Policy policy(shape);
-  at::Device cuda(at::kCUDA, 0);
-  policy->to(cuda);
+  CudaCase c;
+  auto& policy = c.policy;
   // fp32 weights already rounded to bf16: the two runs start from the same values
   set_param_dtype(policy, at::kBFloat16);
   set_param_dtype(policy, at::kFloat);
-  auto noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
-  auto time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
-  auto in = collate(ptrs, shape, AttentionBackend::kVarlen).to(cuda);
-  auto master = bf16_pass(policy, in, noise, time);
+  auto in = c.inputs(AttentionBackend::kVarlen);
+  auto master = bf16_pass(policy, in, c.noise, c.time);
   set_param_dtype(policy, at::kBFloat16);
   int bf16 = 0;
   for (const auto& p : policy->named_parameters()) bf16 += p.value().scalar_type() == at::kBFloat16;
   EXPECT_GT(bf16, int(policy->named_parameters().size()) / 2);
-  auto half = bf16_pass(policy, in, noise, time);
+  auto half = bf16_pass(policy, in, c.noise, c.time);
   EXPECT_NEAR(half.loss, master.loss, 2e-2 * std::abs(master.loss));
   expect_grads_close(half, master, 5e-2, policy);
 }
