@@ -77,17 +77,26 @@ int64_t AdamW::local_state_bytes() const {
   return n;
 }
 
-ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
-                            Collectives* sum_over_ranks) {
-  at::NoGradGuard no_grad;
-  // the gradients by dtype: the foreach kernels take one dtype per list
+namespace {
+
+// The defined gradients by dtype: the foreach kernels take one dtype per list.
+std::map<at::ScalarType, std::vector<at::Tensor>> grads_by_dtype(const std::vector<at::Tensor>& params) {
   std::map<at::ScalarType, std::vector<at::Tensor>> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads[p.grad().scalar_type()].push_back(p.grad());
+  return grads;
+}
+
+}  // namespace
+
+ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
+                            Collectives* sum_over_ranks) {
+  at::NoGradGuard no_grad;
+  const auto grads = grads_by_dtype(params);
   // this rank's squared norm (fp32 per tensor, whatever the gradients' dtype)
   auto squared_norm = [&] {
     std::vector<at::Tensor> norms;
-    for (auto& [dtype, list] : grads)
+    for (const auto& [dtype, list] : grads)
       for (auto& n : at::_foreach_norm(list, 2.0, at::kFloat)) norms.push_back(n);
     return at::stack(norms).pow(2).sum();
   };
@@ -128,11 +137,8 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
   auto r = clip_and_scale(params, max_norm, scale, sum_over_ranks);
   if (r.multiplier.defined()) {
     at::NoGradGuard no_grad;
-    std::map<at::ScalarType, std::vector<at::Tensor>> grads;
-    for (const auto& p : params)
-      if (p.grad().defined()) grads[p.grad().scalar_type()].push_back(p.grad());
     // the multiplier in each list's dtype: the foreach kernels' fast path takes one dtype
-    for (auto& [dtype, list] : grads) at::_foreach_mul_(list, r.multiplier.to(dtype));
+    for (auto& [dtype, list] : grads_by_dtype(params)) at::_foreach_mul_(list, r.multiplier.to(dtype));
   }
   return r.norm;
 }
