@@ -35,6 +35,8 @@
 #      fp32 master weights (batch 16).
 #   w: (a fresh machine, .prev/base = the previous commit) pi05's bench (varlen), this build beside
 #      the previous commit's, with bf16 parameters and fp32 master weights.
+#   y: (a fresh machine, .prev/base = e2cb814) the fused CUDA kernels: GPU tests, pi05's bench
+#      against the base (both streams, both parameter dtypes), profiles with idle gaps.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
 #      base on both streams, a community-stream profile by launching operator.
@@ -278,7 +280,8 @@ case "${1:?a|b|c|d}" in
   i_bench)
     bench() {  # BUILD_DIR GPU CORES STREAM NAME
       CUDA_VISIBLE_DEVICES=$2 taskset -c "$3" "$1/bin/ember" bench policy --preset pi05 --stream "$4" --device cuda \
-        --batch_size 16 --warmup 3 --steps 10 >"$out/policy_$5_$4.jsonl" 2>"$out/policy_$5_$4.err"
+        --batch_size 16 --warmup 3 --steps 10 --param_dtype "${PARAM_DTYPE:-fp32}" \
+        >"$out/policy_$5_$4${PARAM_DTYPE:+_$PARAM_DTYPE}.jsonl" 2>"$out/policy_$5_$4${PARAM_DTYPE:+_$PARAM_DTYPE}.err"
     }
     for stream in libero community; do
       if [[ $stream == libero ]]; then g_after=0 g_base=1; else g_after=1 g_base=0; fi
@@ -351,4 +354,33 @@ case "${1:?a|b|c|d}" in
       --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-x >/dev/null 2>&1
     python3 bench/trace_summary.py /tmp/ember-prof-x/pi05_community_varlen.json --steps 4 --top 30 >"$out/profile_community.txt" 2>&1
     sed -n 1,12p "$out/profile_community.txt"; grep -A30 "launching operator" "$out/profile_community.txt" | cut -c1-200 ;;
+  y)
+    # (a fresh machine, .prev/base = e2cb814) the fused CUDA kernels (gated GELU, RoPE) and the
+    # vision tower's unbind: GPU tests; pi05's bench against the base, both streams, fp32 master
+    # weights and bf16 parameters; profiles (bf16 parameters) of both streams with idle gaps.
+    # Everything comes back in one archive (all.tgz); the summary is printed.
+    build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
+    grep -h "ember: " "$out/configure.log"
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|Failure\|PASSED\|rel_err\|Expected" "$out"/gpu_tests*.log | head -30
+    bash "$0" i_bench >/dev/null
+    PARAM_DTYPE=bf16 bash "$0" i_bench >/dev/null
+    python3 bench/policy_summary.py "$out"/policy_*.jsonl
+    for g in 0 1; do
+      stream=$([[ $g == 0 ]] && echo libero || echo community)
+      CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+        --stream $stream --attention varlen --device cuda --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 \
+        --profile /tmp/ember-prof-y >/dev/null 2>&1 &
+    done
+    wait
+    for stream in libero community; do
+      python3 bench/trace_summary.py /tmp/ember-prof-y/pi05_${stream}_varlen.json --steps 4 --top 30 \
+        >"$out/profile_$stream.txt" 2>&1
+      sed -n 1,12p "$out/profile_$stream.txt"
+      grep -A12 "idle gaps" "$out/profile_$stream.txt" | cut -c1-180
+    done
+    grep -A24 "launching operator" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
 esac

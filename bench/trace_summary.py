@@ -13,6 +13,9 @@ Prints, per step when --steps is given (the timed steps the trace holds):
   - GPU time by the operator that launched it (kernels linked to CPU operators by the trace's
     "External id"): the launching operator and its nearest callers that are not casts, copies
     or views, e.g. "aten::copy_ < ToCopyBackward0" (the backward of a cast);
+  - the GPU's idle gaps (10 us or more), by the operator that launched the work that ended each
+    (the host was late with it), and host calls that can wait for the GPU (synchronisations,
+    cudaFree, synchronous copies) with their time;
   - kernel launches (cudaLaunchKernel and friends) and their host time;
   - the K CPU operators with the most inclusive time;
   - leaf operators per step (ATen operators that call no other, less views and no-ops): on a
@@ -129,9 +132,9 @@ def parents(ops):
     return parent
 
 
-def by_launcher(events, gpu, depth=2):
-    """GPU time keyed by (kind, "launcher < caller < ..."): the CPU operator whose External id the
-    kernel carries, then up to `depth` callers that are not wrappers."""
+def launcher_paths(events, depth=2):
+    """A function naming, for a GPU event, the CPU operator whose External id it carries, then up
+    to `depth` callers that are not wrappers ("(no operator)" when none)."""
     ops = [e for e in events if e.get("cat") == "cpu_op"]
     parent = parents(ops)
     by_id = {}
@@ -139,25 +142,61 @@ def by_launcher(events, gpu, depth=2):
         ext = (e.get("args") or {}).get("External id")
         if ext is not None:
             by_id.setdefault(ext, i)
+
+    def path_of(k):
+        i = by_id.get((k.get("args") or {}).get("External id"))
+        if i is None:
+            return "(no operator)"
+        names = [ops[i].get("name", "?")]
+        j = parent[i]
+        while j is not None and len(names) <= depth:
+            name = ops[j].get("name", "?")
+            if name not in WRAPPERS:
+                names.append(name.replace("autograd::engine::evaluate_function: ", ""))
+            j = parent[j]
+        return " < ".join(names)
+
+    return path_of
+
+
+def by_launcher(events, gpu, depth=2):
+    """GPU time keyed by (kind, launching operator and its callers)."""
+    path_of = launcher_paths(events, depth)
     out = collections.defaultdict(lambda: [0, 0.0])
     for k in gpu:
-        ext = (k.get("args") or {}).get("External id")
-        i = by_id.get(ext)
-        if i is None:
-            path = "(no operator)"
-        else:
-            names = [ops[i].get("name", "?")]
-            j = parent[i]
-            while j is not None and len(names) <= depth:
-                name = ops[j].get("name", "?")
-                if name not in WRAPPERS:
-                    names.append(name.replace("autograd::engine::evaluate_function: ", ""))
-                j = parent[j]
-            path = " < ".join(names)
-        entry = out[(kind_of(k.get("name", "?")), path)]
+        entry = out[(kind_of(k.get("name", "?")), path_of(k))]
         entry[0] += 1
         entry[1] += k["dur"]
     return out
+
+
+# host calls that wait for the GPU (or may: cudaFree and synchronous copies synchronise the device)
+BLOCKING = ("Synchronize", "cudaMemcpy", "cudaFree", "cudaMalloc", "cuMemMap", "cuMemUnmap", "cuMemCreate",
+            "cuMemRelease")
+
+
+def idle_gaps(events, gpu, min_us=10.0):
+    """The GPU's idle gaps of at least min_us between the first and last GPU event, keyed by the
+    operator that launched the work ending each gap (the host was late with that launch), and the
+    host calls that can block on the GPU, with their time (a synchronisation shows up there)."""
+    path_of = launcher_paths(events)
+    spans = sorted(gpu, key=lambda e: e["ts"])
+    gaps = collections.defaultdict(lambda: [0, 0.0])
+    end = None
+    for k in spans:
+        if end is not None and k["ts"] - end >= min_us:
+            entry = gaps[path_of(k)]
+            entry[0] += 1
+            entry[1] += k["ts"] - end
+        end = k["ts"] + k["dur"] if end is None else max(end, k["ts"] + k["dur"])
+    blocking = collections.defaultdict(lambda: [0, 0.0])
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") == "cuda_runtime" and "Async" not in name and any(b in name for b in BLOCKING):
+            entry = blocking[name]
+            entry[0] += 1
+            entry[1] += e["dur"]
+    return gaps, blocking
 
 
 def summarise(events, steps, top):
@@ -197,6 +236,16 @@ def summarise(events, steps, top):
         out["top_launchers"] = [
             {"kind": kind, "launcher": path[:160], "calls": c * per, "ms": d / 1e3 * per}
             for (kind, path), (c, d) in sorted(launchers.items(), key=lambda kv: -kv[1][1])[:top]
+        ]
+        gaps, blocking = idle_gaps(events, gpu)
+        out["idle_gaps_ms"] = sum(d for _, d in gaps.values()) / 1e3 * per
+        out["idle_gaps"] = [
+            {"before": path[:160], "gaps": c * per, "ms": d / 1e3 * per}
+            for path, (c, d) in sorted(gaps.items(), key=lambda kv: -kv[1][1])[:top]
+        ]
+        out["blocking_calls"] = [
+            {"name": name, "calls": c * per, "ms": d / 1e3 * per}
+            for name, (c, d) in sorted(blocking.items(), key=lambda kv: -kv[1][1])
         ]
         launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")]
         out["launches"] = len(launches) * per
@@ -255,6 +304,14 @@ def main():
         print("GPU time by launching operator (< its callers):")
         for k in s["top_launchers"]:
             print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['kind']:<13} {k['launcher']}")
+    if "idle_gaps" in s:
+        print(f"GPU idle gaps of 10 us or more: {s['idle_gaps_ms']:.2f} ms{unit}, by the operator that launched "
+              "the work ending them (the host was late with it):")
+        for g in s["idle_gaps"]:
+            print(f"  {g['ms']:9.3f} ms {g['gaps']:8.1f}x  {g['before']}")
+        print("host calls that can wait for the GPU (synchronisations, cudaFree, synchronous copies):")
+        for b in s["blocking_calls"] or [{"name": "(none)", "calls": 0, "ms": 0}]:
+            print(f"  {b['ms']:9.3f} ms {b['calls']:8.1f}x  {b['name']}")
     print("top CPU operators (inclusive):")
     for k in s["top_cpu_ops_inclusive"]:
         print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['name']}")

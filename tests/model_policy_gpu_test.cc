@@ -9,6 +9,8 @@
 #include <ATen/autocast_mode.h>
 
 #include "ember/model/attention.h"
+#include "ember/model/fused_ops.h"
+#include "ember/model/layers.h"
 #include "ember/model/pi05.h"
 
 namespace ember::model {
@@ -108,8 +110,8 @@ TEST(Pi05PolicyCuda, ImageAttentionMatchesMathAttention) {
   at::Device cuda(at::kCUDA, 0);
   auto qkv32 = at::randn({n, p, 3 * heads * d}, at::TensorOptions().device(cuda));
   auto views = [&](const at::Tensor& qkv) {
-    auto t = qkv.view({n, p, 3, heads, d}).permute({2, 0, 3, 1, 4});  // [3, n, h, P, d]
-    return std::array<at::Tensor, 3>{t[0], t[1], t[2]};
+    auto t = qkv.view({n, p, 3, heads, d}).unbind(2);  // as the vision tower makes them
+    return std::array<at::Tensor, 3>{t[0].transpose(1, 2), t[1].transpose(1, 2), t[2].transpose(1, 2)};
   };
   auto a = qkv32.to(at::kBFloat16).requires_grad_();
   auto b = qkv32.clone().requires_grad_();
@@ -126,6 +128,66 @@ TEST(Pi05PolicyCuda, ImageAttentionMatchesMathAttention) {
   (fast.to(at::kFloat) * g).sum().backward();
   (ref * g).sum().backward();
   EXPECT_LT(rel(a.grad(), b.grad()), 3e-2);
+}
+
+// max |x - y| / max |y|
+double rel_err(const at::Tensor& x, const at::Tensor& y) {
+  return (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>() /
+         std::max(y.abs().max().item<double>(), 1e-12);
+}
+
+// Forward output and the inputs' gradients (under an upstream gradient g) of f at x (fp64 copies
+// of the inputs when exact: the exact answer for the rounded inputs).
+template <typename F>
+std::vector<at::Tensor> value_and_grads(F f, std::vector<at::Tensor> inputs, const at::Tensor& g, bool exact) {
+  for (auto& t : inputs) t = (exact ? t.to(at::kDouble) : t.clone()).requires_grad_();
+  auto out = f(inputs);
+  (out.to(at::kDouble) * g.to(at::kDouble)).sum().backward();
+  std::vector<at::Tensor> r{out.detach()};
+  for (auto& t : inputs) r.push_back(t.grad());
+  return r;
+}
+
+// ember's fused CUDA kernels (gated GELU, RoPE) against the fp64 answer, forward and backward, in
+// fp32 and bf16: whole 16-byte packs, a tail that is not, and an input that is not 16-byte aligned.
+TEST(FusedOpsCuda, GeluTanhMulAndRopeMatchTheExactAnswer) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  ASSERT_TRUE(fused_kernels_built()) << "ember was built without nvcc: the fused kernels are not in this build";
+  at::manual_seed(5);
+  at::Device cuda(at::kCUDA, 0);
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+    for (int64_t n : {4096 * 3, 1000 * 7 + 3}) {
+      for (bool unaligned : {false, true}) {
+        SCOPED_TRACE(std::string(c10::toString(dtype)) + " n=" + std::to_string(n) + (unaligned ? " unaligned" : ""));
+        auto make = [&] {
+          auto t = at::randn({n + 1}, at::TensorOptions().device(cuda)).mul_(2).to(dtype);
+          return unaligned ? t.narrow(0, 1, n) : t.narrow(0, 0, n);
+        };
+        auto gate = make(), up = make(), g = at::randn({n}, at::TensorOptions().device(cuda));
+        auto fn = [](std::vector<at::Tensor>& in, bool fused) {
+          return fused ? gelu_tanh_mul(in[0], in[1]) : gelu_tanh_mul_reference(in[0], in[1]);
+        };
+        auto fused = value_and_grads([&](auto& in) { return fn(in, true); }, {gate, up}, g, false);
+        auto exact = value_and_grads([&](auto& in) { return fn(in, false); }, {gate, up}, g, true);
+        ASSERT_EQ(fused[0].scalar_type(), dtype);
+        for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(rel_err(fused[i], exact[i]), tol) << "output " << i;
+      }
+    }
+    for (int64_t d : {256, 6}) {  // 6: pairs that are not whole packs
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + " head_dim=" + std::to_string(d));
+      const int64_t tokens = 37, heads = 3;
+      auto rope = make_rope(at::randint(0, 600, {tokens}, at::TensorOptions().dtype(at::kLong).device(cuda)), d);
+      auto x = at::randn({tokens, heads, d}, at::TensorOptions().device(cuda)).to(dtype);
+      auto g = at::randn({tokens, heads, d}, at::TensorOptions().device(cuda));
+      auto fused = value_and_grads([&](auto& in) { return rope_rotate(in[0], rope.cos, rope.sin); }, {x}, g, false);
+      auto exact = value_and_grads(
+          [&](auto& in) { return rope_rotate_reference(in[0], rope.cos.to(at::kDouble), rope.sin.to(at::kDouble)); },
+          {x}, g, true);
+      ASSERT_EQ(fused[0].scalar_type(), dtype);
+      for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(rel_err(fused[i], exact[i]), tol) << "output " << i;
+    }
+  }
 }
 
 // --policy.param_dtype=bf16 on CUDA: the same policy with bf16 weights (norms and the patch and

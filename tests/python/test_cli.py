@@ -201,6 +201,13 @@ def main():
                     evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::_to_copy", "ts": ts + 1, "dur": 7, "pid": 1, "tid": 2})
                     evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "ts": ts + 2, "dur": 5, "pid": 1, "tid": 2,
                                 "args": {"External id": ext}})
+                if name == "mystery":  # the host was 50 us late launching it, after a synchronisation
+                    ext = 2000 + step
+                    evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": ts, "dur": 40,
+                                "pid": 1, "tid": 2})
+                    evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mystery_op", "ts": ts + 45, "dur": 6,
+                                "pid": 1, "tid": 2, "args": {"External id": ext}})
+                    ts += 50
                 evs.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur,
                             "args": {"External id": ext} if ext else {}})
                 ts += dur
@@ -215,11 +222,13 @@ def main():
             ok = (p.returncode == 0 and kinds == {"matmul": 0.3, "attention": 0.1, "optimizer": 0.05, "copy/cast": 0.03,
                                                   "communication": 0.02, "elementwise": 0.01, "other": 0.004}
                   and launchers.get(("copy/cast", "aten::copy_ < ToCopyBackward0")) == 0.03
-                  and launchers.get(("matmul", "(no operator)")) == 0.3)
-            kinds = (kinds, launchers)
+                  and launchers.get(("matmul", "(no operator)")) == 0.3
+                  and [(g["before"], round(g["ms"], 6)) for g in summary["idle_gaps"]] == [("aten::mystery_op", 0.05)]
+                  and [(b["name"], round(b["ms"], 6)) for b in summary["blocking_calls"]] == [("cudaStreamSynchronize", 0.04)])
+            kinds = (kinds, launchers, summary.get("idle_gaps"), summary.get("blocking_calls"))
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
-        check("trace_summary.py groups GPU kernels by kind", ok, str(kinds))
+        check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
         user_error("bench policy --param_dtype", ember,
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--param_dtype", "fp16"],
                    ["--param_dtype", "fp16"])

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ember/model/fused_ops.h"
+
 namespace ember::model {
 
 DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, double std) {
@@ -48,7 +50,7 @@ GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden) {
 }
 
 at::Tensor GatedMlpImpl::forward(const at::Tensor& x) const {
-  return down->forward(at::gelu(gate->forward(x), "tanh") * up->forward(x));
+  return down->forward(gelu_tanh_mul(gate->forward(x), up->forward(x)));
 }
 
 Rope make_rope(const at::Tensor& positions, int64_t head_dim, double base) {
@@ -61,9 +63,7 @@ Rope make_rope(const at::Tensor& positions, int64_t head_dim, double base) {
 
 at::Tensor apply_rope(const at::Tensor& x, const Rope& rope) {
   // [x1, x2] -> [x1 cos - x2 sin, x2 cos + x1 sin], in float32 (as Gemma computes it)
-  auto xf = x.to(at::kFloat);
-  auto swapped = xf.roll(xf.size(-1) / 2, -1);  // [x2, x1]
-  return at::addcmul(xf * rope.cos, swapped, rope.sin).to(x.scalar_type());
+  return rope_rotate(x, rope.cos, rope.sin);
 }
 
 at::Tensor time_embedding(const at::Tensor& t, int64_t width, double min_period, double max_period) {

@@ -15,8 +15,11 @@ VitBlockImpl::VitBlockImpl(const VisionShape& s) : heads(s.heads) {
 
 at::Tensor VitBlockImpl::forward(const at::Tensor& x) const {
   const int64_t n = x.size(0), p = x.size(1), w = x.size(2), d = w / heads;
-  auto qkv_ = qkv->forward(norm1->forward(x)).view({n, p, 3, heads, d}).permute({2, 0, 3, 1, 4});  // [3, n, h, P, d]
-  auto a = image_attention(qkv_[0], qkv_[1], qkv_[2]).transpose(1, 2).reshape({n, p, w});
+  // unbind, not indexing: its backward writes the three gradients into one [n, P, 3, h, d] tensor
+  // in one kernel (indexing's would zero-fill and add three tensors of that size)
+  auto parts = qkv->forward(norm1->forward(x)).view({n, p, 3, heads, d}).unbind(2);  // 3 x [n, P, h, d]
+  auto a = image_attention(parts[0].transpose(1, 2), parts[1].transpose(1, 2), parts[2].transpose(1, 2))
+               .transpose(1, 2).reshape({n, p, w});
   auto h = x + proj->forward(a);
   return h + fc2->forward(at::gelu(fc1->forward(norm2->forward(h)), "tanh"));
 }
