@@ -37,6 +37,8 @@
 #      the previous commit's, with bf16 parameters and fp32 master weights.
 #   y: (a fresh machine, .prev/base = e2cb814) the fused CUDA kernels: GPU tests, pi05's bench
 #      against the base (both streams, both parameter dtypes), profiles with idle gaps.
+#   z: (a fresh machine, .prev/base = 1db8045) ember's AdamW kernel: GPU tests, pi05 varlen against
+#      the base (both parameter dtypes), the full bench on both streams, a profile.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
 #      base on both streams, a community-stream profile by launching operator.
@@ -382,5 +384,34 @@ case "${1:?a|b|c|d}" in
       grep -A12 "idle gaps" "$out/profile_$stream.txt" | cut -c1-180
     done
     grep -A24 "launching operator" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  z)
+    # (a fresh machine, .prev/base = 1db8045) ember's AdamW kernel: GPU tests; pi05 varlen on
+    # libero, this build beside the base, fp32 master weights then bf16 parameters (GPUs swapped);
+    # then this build's full bench (varlen and padded) on both streams with each parameter dtype,
+    # and a libero profile with bf16 parameters. Everything comes back in one archive (all.tgz).
+    build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
+    grep -h "ember: " "$out/configure.log"
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|Failure\|PASSED\|Expected\|Which is" "$out"/gpu_tests*.log | head -30
+    one() {  # BUILD_DIR GPU STREAM ATTENTION PARAM_DTYPE NAME
+      CUDA_VISIBLE_DEVICES=$2 taskset -c $(($2 * 16))-$(($2 * 16 + 15)) "$1/bin/ember" bench policy --preset pi05 \
+        --stream "$3" ${4:+--attention $4} --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype "$5" \
+        >"$out/policy_$6.jsonl" 2>"$out/policy_$6.err"
+    }
+    one build-gpu 0 libero varlen fp32 pair_after_fp32 & one .prev/base/build-gpu 1 libero varlen fp32 pair_base_fp32 & wait
+    one build-gpu 1 libero varlen bf16 pair_after_bf16 & one .prev/base/build-gpu 0 libero varlen bf16 pair_base_bf16 & wait
+    python3 bench/policy_summary.py "$out"/policy_pair_*.jsonl
+    for dtype in bf16 fp32; do
+      one build-gpu 0 libero "" $dtype full_libero_$dtype & one build-gpu 1 community "" $dtype full_community_$dtype & wait
+    done
+    python3 bench/policy_summary.py "$out"/policy_full_*.jsonl
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-z >/dev/null 2>&1
+    python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
+    sed -n 1,12p "$out/profile_libero.txt"
+    grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
 esac

@@ -5,6 +5,7 @@
 #include <ATen/cuda/Sleep.h>
 
 #include "ember/train/cuda_setup.h"
+#include "ember/train/optimizer.h"
 
 namespace ember::train {
 namespace {
@@ -22,6 +23,68 @@ TEST(GpuLagCuda, WaitsForTheOldestStepWithinTheTimeout) {
   EXPECT_TRUE(lag.mark(milliseconds(10000)));
   EXPECT_FALSE(lag.mark(milliseconds(10)));    // the step recorded after the sleep: not yet
   torch::cuda::synchronize();
+}
+
+}  // namespace
+}  // namespace ember::train
+
+namespace ember::train {
+namespace {
+
+// ember's one-launch AdamW kernel and PyTorch's fused AdamW make the same updates: parameters of
+// fp32 and bf16 (two groups, as --policy.param_dtype=bf16 has them) with sizes that are not whole
+// packs, larger than a block's chunk, and empty; three steps with a gradient multiplier.
+TEST(AdamWCuda, KernelMatchesPyTorchsFusedAdamW) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  ASSERT_TRUE(adamw_kernel_built()) << "ember was built without nvcc: the AdamW kernel is not in this build";
+  at::manual_seed(6);
+  at::Device cuda(at::kCUDA, 0);
+  std::vector<std::pair<at::ScalarType, std::vector<int64_t>>> shapes = {
+      {at::kFloat, {7}}, {at::kBFloat16, {300, 131}}, {at::kFloat, {40000}}, {at::kBFloat16, {0}},
+      {at::kBFloat16, {3}}, {at::kFloat, {64, 33}}, {at::kBFloat16, {70001}}};
+  auto make = [&] {
+    at::manual_seed(7);
+    model::NamedTensors params;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      params.emplace_back("p" + std::to_string(i),
+                          at::randn(shapes[i].second, at::TensorOptions().device(cuda)).to(shapes[i].first));
+    return params;
+  };
+  auto mine = make(), theirs = make();
+  AdamW a(mine, {}), b(theirs, {});
+  b.use_kernel(false);
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      auto g = at::randn(shapes[i].second, at::TensorOptions().device(cuda)).to(shapes[i].first);
+      mine[i].second.mutable_grad() = g.clone();
+      theirs[i].second.mutable_grad() = g.clone();
+    }
+    auto multiplier = at::full({}, 0.5 + step, at::TensorOptions().device(cuda));
+    a.step(1e-2, multiplier);
+    b.step(1e-2, multiplier);
+  }
+  auto sa = a.state(), sb = b.state();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    sa.push_back(mine[i]);
+    sb.push_back(theirs[i]);
+  }
+  auto start = make();
+  for (size_t i = 0; i < sa.size(); ++i) {
+    SCOPED_TRACE(sa[i].first);
+    const auto& x = sa[i].second;
+    const auto& y = sb[i].second;
+    ASSERT_EQ(x.scalar_type(), y.scalar_type());
+    if (y.numel() == 0) continue;
+    const double tol = y.scalar_type() == at::kFloat ? 1e-5 : 1e-2;
+    const double err = (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>() /
+                       std::max(y.to(at::kDouble).abs().max().item<double>(), 1e-12);
+    EXPECT_LT(err, tol);
+  }
+  // the parameters moved (the comparison is not of two no-ops)
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (mine[i].second.numel() == 0) continue;
+    EXPECT_FALSE(at::equal(mine[i].second, start[i].second)) << mine[i].first;
+  }
 }
 
 }  // namespace

@@ -10,7 +10,85 @@
 #include "ember/core/error.h"
 #include "ember/train/trainer.h"
 
+#ifdef EMBER_CUDA_KERNELS
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cstring>
+
+#include "ember/train/adamw_kernel.h"
+#endif
+
 namespace ember::train {
+
+namespace {
+
+#ifdef EMBER_CUDA_KERNELS
+int kernel_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return 0;
+    case at::kBFloat16: return 1;
+    case at::kHalf: return 2;
+    default: return -1;
+  }
+}
+#endif
+
+// ember's one-launch AdamW kernel for one dtype group (p, g, m, v, step lists) on CUDA; false
+// (nothing done) where it does not apply: not built, not CUDA, another dtype, a tensor that is not
+// contiguous or 16-byte aligned, or more than one device.
+bool kernel_adamw(const std::array<std::vector<at::Tensor>, 5>& g, double lr, const AdamWOptions& o,
+                  const at::Tensor& multiplier) {
+#ifdef EMBER_CUDA_KERNELS
+  const auto& first = g[0][0];
+  const int dtype = kernel_dtype(first.scalar_type());
+  if (!first.is_cuda() || dtype < 0) return false;
+  std::vector<kernels::AdamWTensor> table;
+  int64_t total = 0;
+  for (size_t i = 0; i < g[0].size(); ++i) {
+    for (int k = 0; k < 4; ++k) {
+      const auto& t = g[k][i];
+      if (t.device() != first.device() || t.scalar_type() != first.scalar_type() || !t.is_contiguous() ||
+          reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0)
+        return false;
+    }
+    if (g[4][i].device() != first.device() || g[4][i].scalar_type() != at::kFloat) return false;
+    const int64_t n = g[0][i].numel();
+    if (n == 0) continue;
+    table.push_back({g[0][i].data_ptr(), g[1][i].data_ptr(), g[2][i].data_ptr(), g[3][i].data_ptr(),
+                     g[4][i].data_ptr<float>(), total, n});
+    total += n;
+  }
+  if (table.empty()) return true;
+  c10::cuda::CUDAGuard guard(first.device());
+  // the table through pinned memory: the caching host allocator keeps each step's buffer until
+  // its copy has run
+  const int64_t bytes = int64_t(table.size() * sizeof(kernels::AdamWTensor));
+  auto host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  std::memcpy(host.data_ptr(), table.data(), bytes);
+  auto device_table = host.to(first.device(), /*non_blocking=*/true);
+  kernels::adamw_step(static_cast<const kernels::AdamWTensor*>(device_table.data_ptr()), int(table.size()), total,
+                      dtype, lr, o.beta1, o.beta2, o.weight_decay, o.eps,
+                      multiplier.defined() ? multiplier.data_ptr<float>() : nullptr,
+                      c10::cuda::getCurrentCUDAStream(first.device().index()).stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+#else
+  (void)g, (void)lr, (void)o, (void)multiplier;
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool adamw_kernel_built() {
+#ifdef EMBER_CUDA_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
 
 AdamW::AdamW(model::NamedTensors params, AdamWOptions options) : params_(std::move(params)), options_(options) {
   for (const auto& [name, p] : params_) {
@@ -34,15 +112,17 @@ void AdamW::step(double lr, const at::Tensor& grad_multiplier) {
     g[3].push_back(exp_avg_sq_[i]);
     g[4].push_back(steps_[i]);
   }
-  // the fused kernel divides each gradient by grad_scale (AMP's unscaling) as it reads it
-  std::optional<at::Tensor> divisor;
-  if (grad_multiplier.defined() && !groups.empty()) {
-    const auto device = groups.begin()->second[0][0].device();
-    divisor = grad_multiplier.to(device, at::kFloat).reciprocal().reshape({});
-  }
+  at::Tensor multiplier;
+  if (grad_multiplier.defined() && !groups.empty())
+    multiplier = grad_multiplier.to(groups.begin()->second[0][0].device(), at::kFloat).reshape({}).contiguous();
   for (auto& [dtype, g] : groups) {
-    // the fused kernel reads the step count for bias correction; the caller advances it
+    // the kernels read the step count for bias correction; the caller advances it
     at::_foreach_add_(g[4], 1.0);
+    if (use_kernel_ && kernel_adamw(g, lr, options_, multiplier)) continue;
+    // PyTorch's fused AdamW (CPU, or where ember's kernel does not apply) divides each gradient
+    // by grad_scale (AMP's unscaling) as it reads it
+    std::optional<at::Tensor> divisor;
+    if (multiplier.defined()) divisor = multiplier.reciprocal();
     at::_fused_adamw_(g[0], g[1], g[2], g[3], /*max_exp_avg_sqs=*/{}, g[4], lr, options_.beta1, options_.beta2,
                       options_.weight_decay, options_.eps, /*amsgrad=*/false, /*maximize=*/false, divisor);
   }

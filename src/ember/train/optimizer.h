@@ -35,6 +35,9 @@ class Optimizer {
   virtual int64_t local_state_bytes() const = 0;
 };
 
+// Whether ember's CUDA AdamW kernel is in this build (nvcc was found).
+bool adamw_kernel_built();
+
 class AdamW final : public Optimizer {
  public:
   // params: the trainable parameters with their names (kept by reference, updated in place).
@@ -53,10 +56,15 @@ class AdamW final : public Optimizer {
   int64_t local_state_bytes() const override;
 
   const model::NamedTensors& params() const { return params_; }
+  // CUDA parameters of float, bf16 or half go through ember's one-launch kernel (where it was
+  // built: adamw_kernel_built()) unless this is set false; otherwise, and on CPU, PyTorch's fused
+  // AdamW. The two compute the same update (the GPU tests compare them).
+  void use_kernel(bool on) { use_kernel_ = on; }
 
  private:
   model::NamedTensors params_;
   AdamWOptions options_;
+  bool use_kernel_ = true;
   std::vector<at::Tensor> exp_avg_, exp_avg_sq_, steps_;  // per parameter; steps_ float32 scalars
 };
 

@@ -1,0 +1,112 @@
+// AdamW over many tensors in one launch: each block takes a chunk of the tensors' concatenation
+// (finding its first tensor by binary search), 16-byte loads and stores, float arithmetic.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ember/train/adamw_kernel.h"
+
+namespace ember::train::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 16384;  // elements per block: a multiple of every vector width
+
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_float(__half v) { return __half2float(v); }
+template <typename T>
+__device__ inline T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) { return v; }
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+template <>
+__device__ inline __half from_float<__half>(float v) { return __float2half(v); }
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+struct Hyper {
+  float lr, beta1, beta2, weight_decay, eps;
+};
+
+// one tensor's constants for this step
+struct Update {
+  float step_size, bc2_sqrt, decay, mult;
+  Hyper h;
+  __device__ inline void apply(float& p, float g, float& m, float& v) const {
+    g *= mult;
+    p *= decay;  // decoupled weight decay: p -= lr * wd * p
+    m = h.beta1 * m + (1.f - h.beta1) * g;
+    v = h.beta2 * v + (1.f - h.beta2) * g * g;
+    p -= step_size * m / (sqrtf(v) / bc2_sqrt + h.eps);
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* table, int count, int64_t total, Hyper h,
+                                                          const float* grad_multiplier) {
+  constexpr int V = 16 / sizeof(T);
+  using P = Pack<T, V>;
+  int64_t pos = int64_t(blockIdx.x) * kChunk;
+  const int64_t end = min(pos + kChunk, total);
+  int lo = 0, hi = count - 1;  // the last tensor starting at or before pos
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table[mid].start <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  const float mult = grad_multiplier ? *grad_multiplier : 1.f;
+  for (int t = lo; pos < end && t < count; ++t) {
+    const AdamWTensor e = table[t];
+    const int64_t local = pos - e.start, n = min(end, e.start + e.numel) - pos;
+    const float step = *e.step;
+    Update u{h.lr / (1.f - powf(h.beta1, step)), sqrtf(1.f - powf(h.beta2, step)), 1.f - h.lr * h.weight_decay, mult, h};
+    T* p = static_cast<T*>(e.param) + local;
+    const T* g = static_cast<const T*>(e.grad) + local;
+    T* m = static_cast<T*>(e.exp_avg) + local;
+    T* v = static_cast<T*>(e.exp_avg_sq) + local;
+    const int64_t packs = n / V;  // local is 0 or a multiple of kChunk: the packs are aligned
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      P pp = reinterpret_cast<P*>(p)[i], mp = reinterpret_cast<P*>(m)[i], vp = reinterpret_cast<P*>(v)[i];
+      const P gp = reinterpret_cast<const P*>(g)[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        float pf = to_float(pp.v[j]), mf = to_float(mp.v[j]), vf = to_float(vp.v[j]);
+        u.apply(pf, to_float(gp.v[j]), mf, vf);
+        pp.v[j] = from_float<T>(pf);
+        mp.v[j] = from_float<T>(mf);
+        vp.v[j] = from_float<T>(vf);
+      }
+      reinterpret_cast<P*>(p)[i] = pp;
+      reinterpret_cast<P*>(m)[i] = mp;
+      reinterpret_cast<P*>(v)[i] = vp;
+    }
+    for (int64_t i = packs * V + threadIdx.x; i < n; i += kThreads) {
+      float pf = to_float(p[i]), mf = to_float(m[i]), vf = to_float(v[i]);
+      u.apply(pf, to_float(g[i]), mf, vf);
+      p[i] = from_float<T>(pf);
+      m[i] = from_float<T>(mf);
+      v[i] = from_float<T>(vf);
+    }
+    pos += n;
+  }
+}
+
+}  // namespace
+
+void adamw_step(const AdamWTensor* table, int count, int64_t total, int dtype, double lr, double beta1, double beta2,
+                double weight_decay, double eps, const float* grad_multiplier, void* stream) {
+  if (count == 0 || total == 0) return;
+  const Hyper h{float(lr), float(beta1), float(beta2), float(weight_decay), float(eps)};
+  const auto blocks = static_cast<unsigned>((total + kChunk - 1) / kChunk);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (dtype == 1) adamw_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(table, count, total, h, grad_multiplier);
+  else if (dtype == 2) adamw_kernel<__half><<<blocks, kThreads, 0, s>>>(table, count, total, h, grad_multiplier);
+  else adamw_kernel<float><<<blocks, kThreads, 0, s>>>(table, count, total, h, grad_multiplier);
+}
+
+}  // namespace ember::train::kernels
