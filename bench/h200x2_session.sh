@@ -37,7 +37,8 @@
 #      the previous commit's, with bf16 parameters and fp32 master weights.
 #   y: (a fresh machine, .prev/base = e2cb814) the fused CUDA kernels: GPU tests, pi05's bench
 #      against the base (both streams, both parameter dtypes), profiles with idle gaps.
-#   z: (a fresh machine, .prev/base = 1db8045) ember's AdamW kernel: GPU tests, pi05 varlen against
+#   z: (a fresh machine, .prev/base = the previous commit; first 1db8045 for ember's AdamW kernel, then
+#      9500a93 for the merged q/k/v products): GPU tests, pi05 varlen against
 #      the base (both parameter dtypes), the full bench on both streams, a profile.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -386,7 +387,7 @@ case "${1:?a|b|c|d}" in
     grep -A24 "launching operator" "$out/profile_libero.txt" | cut -c1-180
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   z)
-    # (a fresh machine, .prev/base = 1db8045) ember's AdamW kernel: GPU tests; pi05 varlen on
+    # (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen on
     # libero, this build beside the base, fp32 master weights then bf16 parameters (GPUs swapped);
     # then this build's full bench (varlen and padded) on both streams with each parameter dtype,
     # and a libero profile with bf16 parameters. Everything comes back in one archive (all.tgz).

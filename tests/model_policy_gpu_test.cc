@@ -174,18 +174,26 @@ TEST(FusedOpsCuda, GeluTanhMulAndRopeMatchTheExactAnswer) {
         for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(rel_err(fused[i], exact[i]), tol) << "output " << i;
       }
     }
-    for (int64_t d : {256, 6}) {  // 6: pairs that are not whole packs
-      SCOPED_TRACE(std::string(c10::toString(dtype)) + " head_dim=" + std::to_string(d));
-      const int64_t tokens = 37, heads = 3;
-      auto rope = make_rope(at::randint(0, 600, {tokens}, at::TensorOptions().dtype(at::kLong).device(cuda)), d);
-      auto x = at::randn({tokens, heads, d}, at::TensorOptions().device(cuda)).to(dtype);
-      auto g = at::randn({tokens, heads, d}, at::TensorOptions().device(cuda));
-      auto fused = value_and_grads([&](auto& in) { return rope_rotate(in[0], rope.cos, rope.sin); }, {x}, g, false);
-      auto exact = value_and_grads(
-          [&](auto& in) { return rope_rotate_reference(in[0], rope.cos.to(at::kDouble), rope.sin.to(at::kDouble)); },
-          {x}, g, true);
-      ASSERT_EQ(fused[0].scalar_type(), dtype);
-      for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(rel_err(fused[i], exact[i]), tol) << "output " << i;
+    // 6: pairs that are not whole packs; slice: x is a column slice of a wider product (as the
+    // q/k/v projection's), tokens further apart than its heads
+    for (int64_t d : {256, 6}) {
+      for (bool slice : {false, true}) {
+        SCOPED_TRACE(std::string(c10::toString(dtype)) + " head_dim=" + std::to_string(d) + (slice ? " slice" : ""));
+        const int64_t tokens = 37, heads = 3, width = slice ? (heads + 2) * d : heads * d;
+        auto rope = make_rope(at::randint(0, 600, {tokens}, at::TensorOptions().dtype(at::kLong).device(cuda)), d);
+        auto wide = at::randn({tokens, width}, at::TensorOptions().device(cuda)).to(dtype);
+        auto g = at::randn({tokens, heads, d}, at::TensorOptions().device(cuda));
+        auto x_of = [&](const at::Tensor& w) { return w.narrow(1, slice ? d : 0, heads * d).view({tokens, heads, d}); };
+        auto fused = value_and_grads([&](auto& in) { return rope_rotate(x_of(in[0]), rope.cos, rope.sin); }, {wide}, g,
+                                     false);
+        auto exact = value_and_grads(
+            [&](auto& in) {
+              return rope_rotate_reference(x_of(in[0]), rope.cos.to(at::kDouble), rope.sin.to(at::kDouble));
+            },
+            {wide}, g, true);
+        ASSERT_EQ(fused[0].scalar_type(), dtype);
+        for (size_t i = 0; i < fused.size(); ++i) EXPECT_LT(rel_err(fused[i], exact[i]), tol) << "output " << i;
+      }
     }
   }
 }

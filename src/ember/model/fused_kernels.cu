@@ -99,12 +99,12 @@ __global__ void gelu_mul_backward_kernel(const T* d_out, const T* gate, const T*
 
 // one thread per V consecutive pairs (x1[i], x2[i]) of one token's head
 template <typename T, int V>
-__global__ void rope_kernel(const T* x, const float* cos, const float* sin, T* out, int64_t tokens, int64_t heads,
-                            int64_t half, float sign) {
+__global__ void rope_kernel(const T* x, int64_t x_token_stride, const float* cos, const float* sin, T* out,
+                            int64_t tokens, int64_t heads, int64_t half, float sign) {
   const int64_t groups = half / V, total = tokens * heads * groups, stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const int64_t col = (i % groups) * V, row = i / groups, token = row / heads;
-    const T* in = x + row * 2 * half + col;
+    const int64_t col = (i % groups) * V, row = i / groups, token = row / heads, head = row % heads;
+    const T* in = x + token * x_token_stride + head * 2 * half + col;
     const auto a = *reinterpret_cast<const Pack<T, V>*>(in);
     const auto b = *reinterpret_cast<const Pack<T, V>*>(in + half);
     const float* c = cos + token * 2 * half + col;
@@ -153,16 +153,16 @@ void gelu_backward_as(const void* d, const void* g, const void* u, void* dg, voi
 }
 
 template <typename T>
-void rope_as(const void* x, const float* c, const float* sn, void* o, int64_t tokens, int64_t heads, int64_t half,
-             float sign, cudaStream_t s) {
+void rope_as(const void* x, int64_t x_stride, const float* c, const float* sn, void* o, int64_t tokens, int64_t heads,
+             int64_t half, float sign, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const int threads = 256;
-  if (half % V == 0 && aligned(x) && aligned(o) && aligned(c) && aligned(sn)) {
+  if (half % V == 0 && x_stride % V == 0 && aligned(x) && aligned(o) && aligned(c) && aligned(sn)) {
     rope_kernel<T, V><<<blocks_for(tokens * heads * half / V, threads), threads, 0, s>>>(
-        static_cast<const T*>(x), c, sn, static_cast<T*>(o), tokens, heads, half, sign);
+        static_cast<const T*>(x), x_stride, c, sn, static_cast<T*>(o), tokens, heads, half, sign);
   } else {
     rope_kernel<T, 1><<<blocks_for(tokens * heads * half, threads), threads, 0, s>>>(
-        static_cast<const T*>(x), c, sn, static_cast<T*>(o), tokens, heads, half, sign);
+        static_cast<const T*>(x), x_stride, c, sn, static_cast<T*>(o), tokens, heads, half, sign);
   }
 }
 
@@ -183,13 +183,13 @@ void gelu_tanh_mul_backward(const void* d_out, const void* gate, const void* up,
   else gelu_backward_as<float>(d_out, gate, up, d_gate, d_up, n, s);
 }
 
-void rope_rotate(const void* x, const float* cos, const float* sin, void* out, int64_t tokens, int64_t heads,
-                 int64_t half, bool inverse, int dtype, void* stream) {
+void rope_rotate(const void* x, int64_t x_token_stride, const float* cos, const float* sin, void* out, int64_t tokens,
+                 int64_t heads, int64_t half, bool inverse, int dtype, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const float sign = inverse ? -1.f : 1.f;
-  if (dtype == 1) rope_as<__nv_bfloat16>(x, cos, sin, out, tokens, heads, half, sign, s);
-  else if (dtype == 2) rope_as<__half>(x, cos, sin, out, tokens, heads, half, sign, s);
-  else rope_as<float>(x, cos, sin, out, tokens, heads, half, sign, s);
+  if (dtype == 1) rope_as<__nv_bfloat16>(x, x_token_stride, cos, sin, out, tokens, heads, half, sign, s);
+  else if (dtype == 2) rope_as<__half>(x, x_token_stride, cos, sin, out, tokens, heads, half, sign, s);
+  else rope_as<float>(x, x_token_stride, cos, sin, out, tokens, heads, half, sign, s);
 }
 
 }  // namespace ember::model::kernels

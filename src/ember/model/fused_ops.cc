@@ -74,12 +74,15 @@ struct GeluTanhMul : torch::autograd::Function<GeluTanhMul> {
   }
 };
 
+// heads contiguous within a token (a column slice of a wider projection qualifies)
+bool rows_of_heads(const at::Tensor& x) { return x.stride(2) == 1 && (x.size(1) == 1 || x.stride(1) == x.size(2)); }
+
 at::Tensor rotate(const at::Tensor& x_in, const at::Tensor& cos, const at::Tensor& sin, bool inverse) {
   c10::cuda::CUDAGuard guard(x_in.device());
-  auto x = x_in.contiguous();
-  auto out = at::empty_like(x);
-  kernels::rope_rotate(x.data_ptr(), cos.data_ptr<float>(), sin.data_ptr<float>(), out.data_ptr(), x.size(0),
-                       x.size(1), x.size(2) / 2, inverse, dtype_code(x.scalar_type()), stream_of(x));
+  auto x = rows_of_heads(x_in) ? x_in : x_in.contiguous();
+  auto out = at::empty(x.sizes(), x.options());
+  kernels::rope_rotate(x.data_ptr(), x.stride(0), cos.data_ptr<float>(), sin.data_ptr<float>(), out.data_ptr(),
+                       x.size(0), x.size(1), x.size(2) / 2, inverse, dtype_code(x.scalar_type()), stream_of(x));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

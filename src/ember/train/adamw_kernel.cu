@@ -60,16 +60,19 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* tabl
     else hi = mid - 1;
   }
   const float mult = grad_multiplier ? *grad_multiplier : 1.f;
-  for (int t = lo; pos < end && t < count; ++t) {
+  for (int t = lo; t < count && table[t].start < end; ++t) {
     const AdamWTensor e = table[t];
-    const int64_t local = pos - e.start, n = min(end, e.start + e.numel) - pos;
+    const int64_t from = max(pos, e.start), n = min(end, e.start + e.numel) - from;
+    if (n <= 0) continue;  // pos is in the gap after this tensor
+    const int64_t local = from - e.start;
     const float step = *e.step;
     Update u{h.lr / (1.f - powf(h.beta1, step)), sqrtf(1.f - powf(h.beta2, step)), 1.f - h.lr * h.weight_decay, mult, h};
     T* p = static_cast<T*>(e.param) + local;
     const T* g = static_cast<const T*>(e.grad) + local;
     T* m = static_cast<T*>(e.exp_avg) + local;
     T* v = static_cast<T*>(e.exp_avg_sq) + local;
-    const int64_t packs = n / V;  // local is 0 or a multiple of kChunk: the packs are aligned
+    // local is 0, or pos - start with both multiples of kAlign: the packs are aligned
+    const int64_t packs = n / V;
     for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
       P pp = reinterpret_cast<P*>(p)[i], mp = reinterpret_cast<P*>(m)[i], vp = reinterpret_cast<P*>(v)[i];
       const P gp = reinterpret_cast<const P*>(g)[i];
@@ -92,7 +95,6 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* tabl
       m[i] = from_float<T>(mf);
       v[i] = from_float<T>(vf);
     }
-    pos += n;
   }
 }
 

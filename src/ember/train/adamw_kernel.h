@@ -17,8 +17,12 @@ struct AdamWTensor {
   int64_t start, numel;
 };
 
-// `table` is a device array of `count` entries with increasing start and numel > 0, covering
-// [0, total). dtype: 0 float, 1 bfloat16, 2 half. grad_multiplier: a device float the gradients
+// Tensors start in the concatenation at multiples of kAlign elements (gaps between them are
+// skipped), so that every block's 16-byte loads are aligned.
+constexpr int64_t kAlign = 8;
+
+// `table` is a device array of `count` entries with increasing start (multiples of kAlign) and
+// numel > 0, within [0, total). dtype: 0 float, 1 bfloat16, 2 half. grad_multiplier: a device float the gradients
 // are read multiplied by, or null. The arithmetic is PyTorch's fused AdamW's, in float.
 void adamw_step(const AdamWTensor* table, int count, int64_t total, int dtype, double lr, double beta1, double beta2,
                 double weight_decay, double eps, const float* grad_multiplier, void* stream);

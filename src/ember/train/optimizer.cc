@@ -56,9 +56,10 @@ bool kernel_adamw(const std::array<std::vector<at::Tensor>, 5>& g, double lr, co
     if (g[4][i].device() != first.device() || g[4][i].scalar_type() != at::kFloat) return false;
     const int64_t n = g[0][i].numel();
     if (n == 0) continue;
+    const int64_t start = (total + kernels::kAlign - 1) / kernels::kAlign * kernels::kAlign;
     table.push_back({g[0][i].data_ptr(), g[1][i].data_ptr(), g[2][i].data_ptr(), g[3][i].data_ptr(),
-                     g[4][i].data_ptr<float>(), total, n});
-    total += n;
+                     g[4][i].data_ptr<float>(), start, n});
+    total = start + n;
   }
   if (table.empty()) return true;
   c10::cuda::CUDAGuard guard(first.device());
