@@ -362,20 +362,7 @@ TEST(DistTrain, Bf16ParametersMatchOneProcess) {
     return w;
   };
   expect_close(as_float(two.grads), as_float(one.grads), 2e-2, 5e-4, "bf16: first-step gradients");
-  // Adam turns the rounding of a near-zero bf16 gradient into a whole step of either sign
-  // (lr = 1e-3 per step): nearly every weight agrees within rtol 1e-2 and atol 1e-4, and none is
-  // further apart than the three steps' updates in opposite directions
-  auto a = as_float(two.weights), b = as_float(one.weights);
-  int64_t off = 0, total = 0;
-  for (const auto& [n, x] : a) {
-    const auto& y = b.at(n);
-    off += ((x - y).abs() > 1e-2 * y.abs() + 1e-4).sum().item<int64_t>();
-    total += y.numel();
-  }
-  std::printf("bf16: weights after 3 steps: %lld of %lld beyond rtol 1e-2, atol 1e-4\n", (long long)off,
-              (long long)total);
-  EXPECT_LE(double(off), 1e-4 * double(total));
-  expect_close(a, b, 1e-2, 2 * 3 * 1e-3, "bf16: weights after 3 steps");
+  expect_close(as_float(two.weights), as_float(one.weights), 1e-2, 1e-4, "bf16: weights after 3 steps");
 }
 
 TEST(DistTrain, TwoRanksMatchOneProcessOnTheUnionOfTheirBatches) {

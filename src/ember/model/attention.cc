@@ -89,9 +89,8 @@ at::Tensor varlen_call(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 JointOut varlen_attention(const AttentionPlan& p, const JointQKV& x) {
   JointOut out;
   if (x.q_prefix.defined()) {
-    // v may be a column slice of the layer's q/k/v product: the kernel gets a dense copy
-    out.prefix = varlen_call(x.q_prefix, x.k_prefix, x.v_prefix.contiguous(), p.cu_prefix, p.cu_prefix,
-                             p.max_prefix, p.max_prefix, p.prefix_lens, p.prefix_lens);
+    out.prefix = varlen_call(x.q_prefix, x.k_prefix, x.v_prefix, p.cu_prefix, p.cu_prefix, p.max_prefix,
+                             p.max_prefix, p.prefix_lens, p.prefix_lens);
   }
   auto k = at::cat({x.k_prefix, x.k_suffix}, 0).index_select(0, p.joint_index);
   auto v = at::cat({x.v_prefix, x.v_suffix}, 0).index_select(0, p.joint_index);

@@ -58,24 +58,6 @@ namespace {
 at::Tensor heads_view(const at::Tensor& x, int64_t heads, int64_t dim) {
   return x.reshape({-1, heads, dim});  // [T, heads, dim]
 }
-
-// A layer's q (with_q), k and v projections of y as one matrix product, their weights (which stay
-// three parameters) concatenated for the call: fewer and wider products than three, and the
-// backward pass writes y's gradient once instead of adding three.
-struct Qkv {
-  at::Tensor q, k, v;  // [T, heads * head_dim] column slices of one product
-};
-Qkv project_qkv(const TowerLayerImpl& layer, const at::Tensor& y, bool with_q) {
-  std::vector<at::Tensor> weights;
-  if (with_q) weights.push_back(layer.q->weight);
-  weights.push_back(layer.k->weight);
-  weights.push_back(layer.v->weight);
-  std::vector<int64_t> sizes;
-  for (const auto& w : weights) sizes.push_back(w.size(0));
-  auto parts = at::linear(y, at::cat(weights, 0)).split_with_sizes(sizes, -1);
-  if (!with_q) return {at::Tensor(), parts[0], parts[1]};
-  return {parts[0], parts[1], parts[2]};
-}
 }  // namespace
 
 at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at::Tensor xs, const at::Tensor& cond,
@@ -92,14 +74,14 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
     auto* ex = expert_layers[l]->as<TowerLayerImpl>();
     JointQKV qkv;
     if (with_prefix) {
+      auto y = lm->norm1->forward(xp);
       // the last layer's prefix queries would only produce the unused prefix output
-      auto p = project_qkv(*lm, lm->norm1->forward(xp), /*with_q=*/l + 1 < layers);
-      if (p.q.defined()) qkv.q_prefix = apply_rope(heads_view(p.q, heads, hd), rope_p);
-      qkv.k_prefix = apply_rope(heads_view(p.k, kvh, hd), rope_p);
-      qkv.v_prefix = heads_view(p.v, kvh, hd);
+      if (l + 1 < layers) qkv.q_prefix = apply_rope(heads_view(lm->q->forward(y), heads, hd), rope_p);
+      qkv.k_prefix = apply_rope(heads_view(lm->k->forward(y), kvh, hd), rope_p);
+      qkv.v_prefix = heads_view(lm->v->forward(y), kvh, hd);
       if (fill) {
         fill->keys.push_back(qkv.k_prefix.detach());
-        fill->values.push_back(qkv.v_prefix.detach().contiguous());
+        fill->values.push_back(qkv.v_prefix.detach());
       }
     } else {
       qkv.k_prefix = cache->keys[l];
@@ -107,10 +89,9 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
     }
     auto a1 = ex->ada1->forward(xs, cond);
     auto ys = a1.y.reshape({n * h, we});
-    auto e = project_qkv(*ex, ys, /*with_q=*/true);
-    qkv.q_suffix = apply_rope(heads_view(e.q, heads, hd), rope_s);
-    qkv.k_suffix = apply_rope(heads_view(e.k, kvh, hd), rope_s);
-    qkv.v_suffix = heads_view(e.v, kvh, hd);
+    qkv.q_suffix = apply_rope(heads_view(ex->q->forward(ys), heads, hd), rope_s);
+    qkv.k_suffix = apply_rope(heads_view(ex->k->forward(ys), kvh, hd), rope_s);
+    qkv.v_suffix = heads_view(ex->v->forward(ys), kvh, hd);
     // under autocast the two towers' projections share a dtype; without it they already do
     auto out = joint_attention(plan, qkv);
     // suffix stream
