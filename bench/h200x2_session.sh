@@ -40,6 +40,8 @@
 #   z: (a fresh machine, .prev/base = the previous commit; first 1db8045 for ember's AdamW kernel, then
 #      9500a93 for the merged q/k/v products): GPU tests, pi05 varlen against
 #      the base (both parameter dtypes), the full bench on both streams, a profile.
+#   aa: (a fresh machine) the host's time per matrix product: pi05 with 3 and 40 warm-up steps and
+#      with the prefix rounded up to multiples of 64 and 256 tokens (--prefix_multiple).
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
 #      base on both streams, a community-stream profile by launching operator.
@@ -414,5 +416,31 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
     sed -n 1,12p "$out/profile_libero.txt"
     grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  aa)
+    # (a fresh machine) is the host's time per matrix product cuBLAS choosing kernels for new
+    # shapes? pi05 varlen with bf16 parameters, GPU 0 libero, GPU 1 community: the usual 3
+    # warm-up steps, then 40 (shapes seen before), then the prefix rounded up to multiples of 64
+    # and of 256 tokens (--prefix_multiple: a few shapes only); then a libero profile at 64.
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 ||
+      { tail -n 20 "$out/build.log"; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test 2>&1 | grep -h "OK \]\|FAILED\|PASSED"
+    runs() {  # GPU STREAM
+      for cfg in "3 0" "40 0" "3 64" "3 256"; do
+        set -- "$1" "$2" $cfg
+        CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream "$2" --attention varlen --device cuda --batch_size 16 --warmup "$3" --steps 10 --param_dtype bf16 \
+          --prefix_multiple "$4" >"$out/policy_$2_w$3_m$4.jsonl" 2>"$out/policy_$2_w$3_m$4.err"
+      done
+    }
+    runs 0 libero & runs 1 community & wait
+    python3 bench/policy_summary.py "$out"/policy_*.jsonl
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --prefix_multiple 64 --profile /tmp/ember-prof-aa >/dev/null 2>&1
+    python3 bench/trace_summary.py /tmp/ember-prof-aa/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero_m64.txt" 2>&1
+    sed -n 1,3p "$out/profile_libero_m64.txt"; grep -A6 "idle gaps" "$out/profile_libero_m64.txt" | cut -c1-160
+    grep -A3 "top CPU operators" "$out/profile_libero_m64.txt"
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
 esac

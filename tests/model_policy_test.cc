@@ -91,6 +91,50 @@ TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
   EXPECT_EQ(nonzero, int(grad_v.size()) - 4);
 }
 
+// Rounding the packed prefix up with filler tokens (CollateOptions::prefix_multiple) changes
+// nothing real: the layout gains one segment of filler that no sample's keys include, and the
+// loss, every gradient and the sampled actions equal those without filler (fp32, CPU).
+TEST(Pi05Policy, PrefixFillerChangesNoLossGradientOrAction) {
+  auto shape = tiny();
+  shape.flow_steps = 3;
+  auto samples = make_samples(shape, 5, 1);
+  auto batch = ptrs(samples);
+  auto plain = collate(batch, shape, AttentionBackend::kVarlen);
+  auto filled = collate(batch, shape, AttentionBackend::kVarlen, {.prefix_multiple = 64});
+  const int64_t tp = plain.prefix_rows();
+  ASSERT_NE(tp % 64, 0) << "the test needs a prefix that is not already a multiple";
+  EXPECT_EQ(filled.prefix_rows() % 64, 0);
+  EXPECT_EQ(filled.plan.prefix_pad, filled.prefix_rows() - tp);
+  EXPECT_EQ(filled.plan.cu_prefix.size(0), plain.plan.cu_prefix.size(0) + 1);
+  EXPECT_EQ(filled.plan.cu_prefix[-1].item<int64_t>(), filled.prefix_rows());
+  EXPECT_EQ(filled.plan.prefix_lens, plain.plan.prefix_lens);
+  EXPECT_TRUE(at::equal(filled.plan.cu_joint, plain.plan.cu_joint));
+  EXPECT_LT(filled.plan.joint_index.max().item<int64_t>(), filled.prefix_rows() + plain.plan.cu_suffix[-1].item<int64_t>());
+  EXPECT_EQ(filled.real_prefix_tokens, tp);
+  // already a multiple: no filler
+  EXPECT_EQ(collate(batch, shape, AttentionBackend::kVarlen, {.prefix_multiple = tp}).plan.prefix_pad, 0);
+
+  at::manual_seed(7);
+  Pi05Policy policy(shape);
+  auto noise = at::randn({5, shape.horizon, shape.max_action_dim});
+  auto time = at::rand({5}) * 0.9 + 0.05;
+  auto grads_of = [&](const PolicyInputs& in) {
+    policy->zero_grad();
+    auto out = policy->loss(in, noise, time);
+    out.loss.backward();
+    std::vector<at::Tensor> g;
+    for (const auto& p : policy->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+    return std::make_pair(out.loss.item<double>(), g);
+  };
+  auto [loss_a, grad_a] = grads_of(plain);
+  auto [loss_b, grad_b] = grads_of(filled);
+  EXPECT_NEAR(loss_a, loss_b, 1e-6 * std::abs(loss_a));
+  auto names = policy->named_parameters();
+  for (size_t i = 0; i < grad_a.size(); ++i) EXPECT_LT(max_rel_err(grad_b[i], grad_a[i]), 1e-5) << names[i].key();
+  auto actions_a = policy->sample_actions(plain, noise), actions_b = policy->sample_actions(filled, noise);
+  EXPECT_LT(max_rel_err(actions_b, actions_a), 1e-5);
+}
+
 // RoPE as Gemma applies it to the two halves of each head: [x1, x2] -> [x1 cos - x2 sin,
 // x2 cos + x1 sin] with angle position / base^(2i / d); position 0 is the identity; the dot
 // product of a rotated query and key depends on their distance only; bf16 in, bf16 out.

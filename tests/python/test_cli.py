@@ -229,6 +229,19 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
+        # filler up to a multiple of 64 prefix tokens: counted in the hardware FLOPs, not in MFU
+        rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                           "--warmup", "0", "--steps", "1", "--batch_size", "2", "--prefix_multiple", "64")
+        try:
+            j = json.loads(out.strip().splitlines()[-1])
+            ok = (rc == 0 and j["prefix_multiple"] == 64 and j["filler_tflops_per_sample"] > 0
+                  and j["hardware_flops_util"] > j["mfu"] > 0)
+        except Exception as e:  # noqa: BLE001
+            ok, out = False, f"{e}: {out} {err}"
+        check("bench policy --prefix_multiple", ok, out)
+        user_error("bench policy --prefix_multiple", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--prefix_multiple", "-1"],
+                   ["--prefix_multiple", "-1"])
         user_error("bench policy --param_dtype", ember,
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--param_dtype", "fp16"],
                    ["--param_dtype", "fp16"])

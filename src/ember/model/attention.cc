@@ -89,8 +89,10 @@ at::Tensor varlen_call(const at::Tensor& q, const at::Tensor& k, const at::Tenso
 JointOut varlen_attention(const AttentionPlan& p, const JointQKV& x) {
   JointOut out;
   if (x.q_prefix.defined()) {
+    auto lens = p.prefix_lens;  // the filler's segment last, where there is one
+    if (p.prefix_pad > 0) lens.push_back(p.prefix_pad);
     out.prefix = varlen_call(x.q_prefix, x.k_prefix, x.v_prefix, p.cu_prefix, p.cu_prefix, p.max_prefix,
-                             p.max_prefix, p.prefix_lens, p.prefix_lens);
+                             p.max_prefix, lens, lens);
   }
   auto k = at::cat({x.k_prefix, x.k_suffix}, 0).index_select(0, p.joint_index);
   auto v = at::cat({x.v_prefix, x.v_suffix}, 0).index_select(0, p.joint_index);

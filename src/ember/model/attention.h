@@ -34,6 +34,10 @@ struct AttentionPlan {
   at::Tensor joint_index;  // [Tp + Ts] int64: row of each joint key in cat(prefix, suffix)
   int64_t max_prefix = 0, max_suffix = 0, max_joint = 0;
   std::vector<int64_t> prefix_lens, suffix_lens;  // host copies, for the reference path
+  // filler tokens after the samples' prefixes (CollateOptions::prefix_multiple): one more
+  // segment in cu_prefix (then [n+2]), attending to itself only, in no sample's joint keys, so
+  // nothing real depends on them and their gradients are zero
+  int64_t prefix_pad = 0;
   // padded: prefix rows are [n, prefix_len], suffix rows [n, suffix_len]
   int64_t prefix_len = 0, suffix_len = 0;
   at::Tensor valid;  // [n, prefix_len + suffix_len] bool: true = a real token

@@ -8,6 +8,7 @@ StepWork layout_work(const PolicyInputs& in, const PolicyShape& shape) {
   w.suffix_len = shape.horizon;
   if (in.plan.backend == AttentionBackend::kVarlen) {
     w.prefix_lens = in.plan.prefix_lens;
+    w.filler_tokens = in.plan.prefix_pad;
   } else {
     w.prefix_lens.assign(in.samples, in.plan.prefix_len);
   }
@@ -39,14 +40,17 @@ double train_flops(const StepWork& w, const PolicyShape& s) {
   const double lm_tok = tower(s.lm, false), ex_tok = tower(s.expert, true);
   const double lm_q = s.lm.width * heads * hd, lm_o = lm_q, lm_mlp = 3.0 * s.lm.width * s.lm.mlp;
   double towers = 0, attention = 0;
+  // all layers but the last run the prefix fully; the last only projects keys and values
+  auto prefix_towers = [&](double pref) { return pref * (lm_tok * (layers - 1) + (lm_tok - lm_q - lm_o - lm_mlp)); };
   for (int64_t lp : w.prefix_lens) {
     const double pref = double(lp), suf = double(w.suffix_len);
-    // all layers but the last run the prefix fully; the last only projects keys and values
-    towers += pref * (lm_tok * (layers - 1) + (lm_tok - lm_q - lm_o - lm_mlp));
-    towers += suf * ex_tok * layers;
+    towers += prefix_towers(pref) + suf * ex_tok * layers;
     // scores + weighted values: 2 multiply-adds per (query, key, head, dim)
     attention += 2 * heads * hd * (pref * pref * (layers - 1) + suf * (pref + suf) * layers);
   }
+  const double filler = double(w.filler_tokens);
+  towers += prefix_towers(filler);
+  attention += 2 * heads * hd * filler * filler * (layers - 1);
   const double heads_io = double(w.prefix_lens.size()) * w.suffix_len * 2.0 * s.max_action_dim * s.expert.width;
   const double forward_macs = double(w.images) * vit + towers + attention + heads_io;
   return 3.0 * 2.0 * forward_macs;

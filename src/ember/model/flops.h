@@ -15,6 +15,7 @@ struct StepWork {
   int64_t images = 0;                  // images through the vision tower
   std::vector<int64_t> prefix_lens;    // per sample (or padded row): prefix tokens attended over
   int64_t suffix_len = 0;              // action tokens per sample
+  int64_t filler_tokens = 0;           // varlen filler: prefix tokens in a segment of their own, no suffix
 };
 
 // The work the batch's layout computes (padding included in the padded layout) ...

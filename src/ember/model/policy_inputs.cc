@@ -105,11 +105,16 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
     lens_s.push_back(h);
     tp += pos;
   }
-  // joint keys of sample i: its prefix rows, then its suffix rows (offset by Tp in cat(prefix, suffix))
+  // filler up to the multiple: copies of the last prompt token's embedding, positions from 0
+  const int64_t m = options.prefix_multiple, pad = m > 1 ? (tp + m - 1) / m * m - tp : 0;
+  for (int64_t j = 0; j < pad; ++j) gather.push_back(text_row - 1), prefix_pos.push_back(j);
+  const int64_t rows = tp + pad;
+  // joint keys of sample i: its prefix rows, then its suffix rows (offset by the prefix rows in
+  // cat(prefix, suffix))
   int64_t op = 0, os = 0;
   for (size_t i = 0; i < lens_p.size(); ++i) {
     for (int64_t j = 0; j < lens_p[i]; ++j) joint.push_back(op + j);
-    for (int64_t j = 0; j < lens_s[i]; ++j) joint.push_back(tp + os + j);
+    for (int64_t j = 0; j < lens_s[i]; ++j) joint.push_back(rows + os + j);
     op += lens_p[i];
     os += lens_s[i];
   }
@@ -126,11 +131,14 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
   plan.samples = int64_t(samples.size());
   std::vector<int64_t> lens_j(lens_p.size());
   for (size_t i = 0; i < lens_p.size(); ++i) lens_j[i] = lens_p[i] + lens_s[i];
-  plan.cu_prefix = i32_cumsum(lens_p);
+  auto segments = lens_p;
+  if (pad > 0) segments.push_back(pad);
+  plan.cu_prefix = i32_cumsum(segments);
+  plan.prefix_pad = pad;
   plan.cu_suffix = i32_cumsum(lens_s);
   plan.cu_joint = i32_cumsum(lens_j);
   plan.joint_index = i64(joint);
-  plan.max_prefix = *std::max_element(lens_p.begin(), lens_p.end());
+  plan.max_prefix = *std::max_element(segments.begin(), segments.end());
   plan.max_suffix = h;
   plan.max_joint = *std::max_element(lens_j.begin(), lens_j.end());
   plan.prefix_lens = lens_p;

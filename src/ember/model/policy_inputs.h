@@ -58,6 +58,11 @@ struct CollateOptions {
   bool pin_images = false;     // into pinned host memory (PyTorch's caching host allocator: the
                                // blocks are reused, so no page is faulted in after the first steps)
   ThreadPool* pool = nullptr;  // copy the images on this pool's workers (not from one of its tasks)
+  // varlen: round the packed prefix up to a multiple of this many tokens (0 or 1: no rounding)
+  // with filler tokens in a segment of their own (AttentionPlan::prefix_pad). The language
+  // model's matrix products then see a few shapes instead of a new one at every step (cuBLAS
+  // chooses its kernel per shape); the loss and the gradients are those without filler.
+  int64_t prefix_multiple = 0;
 };
 
 // Lays samples out. Throws Error kInvalidArgument when a sample does not fit the shape (image

@@ -88,6 +88,9 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
   const bool bf16_params = o.param_dtype == "bf16";
+  if (o.prefix_multiple < 0 || o.prefix_multiple > 4096)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--prefix_multiple: expected 0 to 4096 tokens, got " + std::to_string(o.prefix_multiple));
   std::vector<model::AttentionBackend> backends;
   for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
   at::Device device = pick(o.device);
@@ -114,7 +117,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value()), plist.push_back(p.value());
     AdamW opt(params, {});
     if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
-    double timed_s = 0, real_flops = 0, layout_flops = 0, last_loss = 0;
+    double timed_s = 0, real_flops = 0, layout_flops = 0, filler_flops = 0, last_loss = 0;
     double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
     int64_t real_tokens = 0, samples = 0;
     std::string trace;
@@ -123,7 +126,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     for (const auto& b : batches) {
       std::vector<const model::PolicySample*> ptrs;
       for (const auto& s : b) ptrs.push_back(&s);
-      auto host = model::collate(ptrs, shape, backend);
+      auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
       hosts.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
     }
     // The timed steps run back to back, as in training: the host queues each step while the GPU
@@ -165,7 +168,11 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       if (int(i) < o.warmup) continue;
       samples += host.samples;
       real_flops += model::train_flops(model::real_work(host, shape), shape);
-      layout_flops += model::train_flops(model::layout_work(host, shape), shape);
+      auto layout = model::layout_work(host, shape);
+      const double with_filler = model::train_flops(layout, shape);
+      layout.filler_tokens = 0;
+      layout_flops += with_filler;
+      filler_flops += with_filler - model::train_flops(layout, shape);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
     sync(device);
@@ -188,6 +195,10 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["step_time_s"] = timed_s / o.steps;
     j["model_tflops_per_sample"] = real_flops / samples / 1e12;
     j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
+    if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
+      j["prefix_multiple"] = o.prefix_multiple;
+      j["filler_tflops_per_sample"] = filler_flops / samples / 1e12;  // included in layout_tflops
+    }
     j["measured_peak_tflops"] = peak / 1e12;
     j["mfu"] = real_flops / timed_s / peak;           // useful (real-token) FLOPs
     j["hardware_flops_util"] = layout_flops / timed_s / peak;  // what the layout computes, padding included
@@ -205,7 +216,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     std::printf("%s\n", lines.back().c_str());
     std::fflush(stdout);
     samples_per_s.push_back(samples / timed_s);
-    layout_flops_per_sample.push_back(layout_flops / samples);
+    // the layouts' own FLOPs, without the varlen filler (which only buys fewer matrix shapes)
+    layout_flops_per_sample.push_back((layout_flops - filler_flops) / samples);
   }
   if (backends.size() == 2) {
     nlohmann::ordered_json j;

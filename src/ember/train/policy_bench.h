@@ -25,6 +25,11 @@ struct PolicyBenchOptions {
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA
   std::string param_dtype = "fp32";  // fp32 | bf16 (as ember train's --policy.param_dtype)
+  // varlen: round each step's packed prefix up to a multiple of this many tokens with filler
+  // (model::CollateOptions::prefix_multiple; 0: none). MFU counts real tokens only, the hardware
+  // FLOP utilisation counts the filler, and the FLOP ratio compares against the packed layout
+  // without it.
+  int64_t prefix_multiple = 0;
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
