@@ -88,7 +88,9 @@ struct CudaCase {
     noise = at::randn({6, shape.horizon, shape.max_action_dim}).to(cuda);
     time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
   }
-  PolicyInputs inputs(AttentionBackend backend) const { return collate(ptrs, shape, backend).to(cuda); }
+  PolicyInputs inputs(AttentionBackend backend, int64_t prefix_multiple = 0) const {
+    return collate(ptrs, shape, backend, {.prefix_multiple = prefix_multiple}).to(cuda);
+  }
 };
 
 TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
@@ -98,6 +100,19 @@ TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   auto padded = bf16_pass(c.policy, c.inputs(AttentionBackend::kPadded), c.noise, c.time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
   expect_grads_close(varlen, padded, 2e-2, c.policy);
+}
+
+// FlashAttention's varlen kernel with the prefix rounded up by filler (its own segment in
+// cu_prefix) gives the loss and gradients it gives without, within bf16 tolerance.
+TEST(Pi05PolicyCuda, PrefixFillerChangesNothingInBf16) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  CudaCase c;
+  auto filled_in = c.inputs(AttentionBackend::kVarlen, 256);
+  ASSERT_GT(filled_in.plan.prefix_pad, 0);
+  auto plain = bf16_pass(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
+  auto filled = bf16_pass(c.policy, filled_in, c.noise, c.time);
+  EXPECT_NEAR(filled.loss, plain.loss, 2e-2 * std::abs(plain.loss));
+  expect_grads_close(filled, plain, 2e-2, c.policy);
 }
 
 // The vision tower's attention on CUDA (FlashAttention on the strided q, k, v views of the fused
