@@ -68,6 +68,15 @@ build_both() {
   tail -n 3 "$out/build.log" "$out/build_base.log"
   [[ -x build-gpu/bin/ember ]]
 }
+# both builds with the GPU test programs, then the GPU tests of this build (one program per GPU)
+build_both_and_test() {
+  build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; return 1; }
+  grep -h "ember: " "$out/configure.log"
+  CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
+  wait
+  grep -h "OK \]\|FAILED\|Failure\|PASSED\|Expected\|Which is" "$out"/gpu_tests*.log | head -30
+}
 case "${1:?a|b|c|d}" in
   a)
     build_both || exit 1
@@ -364,12 +373,7 @@ case "${1:?a|b|c|d}" in
     # vision tower's unbind: GPU tests; pi05's bench against the base, both streams, fp32 master
     # weights and bf16 parameters; profiles (bf16 parameters) of both streams with idle gaps.
     # Everything comes back in one archive (all.tgz); the summary is printed.
-    build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
-    grep -h "ember: " "$out/configure.log"
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
-    wait
-    grep -h "OK \]\|FAILED\|Failure\|PASSED\|rel_err\|Expected" "$out"/gpu_tests*.log | head -30
+    build_both_and_test || exit 1
     bash "$0" i_bench >/dev/null
     PARAM_DTYPE=bf16 bash "$0" i_bench >/dev/null
     python3 bench/policy_summary.py "$out"/policy_*.jsonl
@@ -393,12 +397,7 @@ case "${1:?a|b|c|d}" in
     # libero, this build beside the base, fp32 master weights then bf16 parameters (GPUs swapped);
     # then this build's full bench (varlen and padded) on both streams with each parameter dtype,
     # and a libero profile with bf16 parameters. Everything comes back in one archive (all.tgz).
-    build_both "ember model_policy_gpu_test train_gpu_test" || { tail -n 20 "$out"/build*.log; exit 1; }
-    grep -h "ember: " "$out/configure.log"
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/gpu_tests.log" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/gpu_tests_train.log" 2>&1 &
-    wait
-    grep -h "OK \]\|FAILED\|Failure\|PASSED\|Expected\|Which is" "$out"/gpu_tests*.log | head -30
+    build_both_and_test || exit 1
     one() {  # BUILD_DIR GPU STREAM ATTENTION PARAM_DTYPE NAME
       CUDA_VISIBLE_DEVICES=$2 taskset -c $(($2 * 16))-$(($2 * 16 + 15)) "$1/bin/ember" bench policy --preset pi05 \
         --stream "$3" ${4:+--attention $4} --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype "$5" \

@@ -6,28 +6,15 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ember/model/cuda_pack.cuh"
 #include "ember/model/fused_kernels.h"
 
 namespace ember::model::kernels {
 namespace {
 
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half(v); }
-
-// V elements of T in one aligned load
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+using ember::kernels::from_float;
+using ember::kernels::Pack;
+using ember::kernels::to_float;
 
 constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kKappa = 0.044715f;

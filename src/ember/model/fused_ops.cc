@@ -22,6 +22,15 @@ at::Tensor rope_rotate_reference(const at::Tensor& x, const at::Tensor& cos, con
   return at::addcmul(xf * cos, swapped, sin).to(x.scalar_type());
 }
 
+int kernel_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return 0;
+    case at::kBFloat16: return 1;
+    case at::kHalf: return 2;
+    default: return -1;
+  }
+}
+
 bool fused_kernels_built() {
 #ifdef EMBER_CUDA_KERNELS
   return true;
@@ -36,16 +45,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-int dtype_code(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return 0;
-    case at::kBFloat16: return 1;
-    case at::kHalf: return 2;
-    default: return -1;
-  }
-}
-
-bool fusable(const at::Tensor& t) { return t.is_cuda() && dtype_code(t.scalar_type()) >= 0; }
+bool fusable(const at::Tensor& t) { return t.is_cuda() && kernel_dtype(t.scalar_type()) >= 0; }
 
 void* stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
@@ -55,7 +55,7 @@ struct GeluTanhMul : torch::autograd::Function<GeluTanhMul> {
     auto gate = gate_in.contiguous(), up = up_in.contiguous();
     auto out = at::empty_like(gate);
     kernels::gelu_tanh_mul_forward(gate.data_ptr(), up.data_ptr(), out.data_ptr(), gate.numel(),
-                                   dtype_code(gate.scalar_type()), stream_of(gate));
+                                   kernel_dtype(gate.scalar_type()), stream_of(gate));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     ctx->save_for_backward({gate, up});
     return out;
@@ -68,7 +68,7 @@ struct GeluTanhMul : torch::autograd::Function<GeluTanhMul> {
     auto d_out = grads[0].to(gate.scalar_type()).contiguous();
     auto d_gate = at::empty_like(gate), d_up = at::empty_like(up);
     kernels::gelu_tanh_mul_backward(d_out.data_ptr(), gate.data_ptr(), up.data_ptr(), d_gate.data_ptr(),
-                                    d_up.data_ptr(), gate.numel(), dtype_code(gate.scalar_type()), stream_of(gate));
+                                    d_up.data_ptr(), gate.numel(), kernel_dtype(gate.scalar_type()), stream_of(gate));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return {d_gate, d_up};
   }
@@ -82,7 +82,7 @@ at::Tensor rotate(const at::Tensor& x_in, const at::Tensor& cos, const at::Tenso
   auto x = rows_of_heads(x_in) ? x_in : x_in.contiguous();
   auto out = at::empty(x.sizes(), x.options());
   kernels::rope_rotate(x.data_ptr(), x.stride(0), cos.data_ptr<float>(), sin.data_ptr<float>(), out.data_ptr(),
-                       x.size(0), x.size(1), x.size(2) / 2, inverse, dtype_code(x.scalar_type()), stream_of(x));
+                       x.size(0), x.size(1), x.size(2) / 2, inverse, kernel_dtype(x.scalar_type()), stream_of(x));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return out;
 }

@@ -21,4 +21,8 @@ at::Tensor rope_rotate_reference(const at::Tensor& x, const at::Tensor& cos, con
 // Whether the fused kernels were built in (nvcc was found).
 bool fused_kernels_built();
 
+// The dtype code ember's CUDA kernels take (fused_kernels.h, train/adamw_kernel.h): 0 float,
+// 1 bfloat16, 2 half; -1 for any other type (no kernel).
+int kernel_dtype(at::ScalarType type);
+
 }  // namespace ember::model

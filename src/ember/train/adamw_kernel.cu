@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "ember/model/cuda_pack.cuh"
 #include "ember/train/adamw_kernel.h"
 
 namespace ember::train::kernels {
@@ -12,22 +13,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = 16384;  // elements per block: a multiple of every vector width
 
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
-template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half(v); }
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+using ember::kernels::from_float;
+using ember::kernels::Pack;
+using ember::kernels::to_float;
 
 struct Hyper {
   float lr, beta1, beta2, weight_decay, eps;

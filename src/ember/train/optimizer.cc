@@ -17,23 +17,13 @@
 
 #include <cstring>
 
+#include "ember/model/fused_ops.h"
 #include "ember/train/adamw_kernel.h"
 #endif
 
 namespace ember::train {
 
 namespace {
-
-#ifdef EMBER_CUDA_KERNELS
-int kernel_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return 0;
-    case at::kBFloat16: return 1;
-    case at::kHalf: return 2;
-    default: return -1;
-  }
-}
-#endif
 
 // ember's one-launch AdamW kernel for one dtype group (p, g, m, v, step lists) on CUDA; false
 // (nothing done) where it does not apply: not built, not CUDA, another dtype, a tensor that is not
@@ -42,7 +32,7 @@ bool kernel_adamw(const std::array<std::vector<at::Tensor>, 5>& g, double lr, co
                   const at::Tensor& multiplier) {
 #ifdef EMBER_CUDA_KERNELS
   const auto& first = g[0][0];
-  const int dtype = kernel_dtype(first.scalar_type());
+  const int dtype = model::kernel_dtype(first.scalar_type());
   if (!first.is_cuda() || dtype < 0) return false;
   std::vector<kernels::AdamWTensor> table;
   int64_t total = 0;
