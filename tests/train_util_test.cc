@@ -283,6 +283,10 @@ TEST(TrainConfig, ErrorsNameTheFlag) {
   EXPECT_EQ(flag_error(with_required({"--policy.param_dtype=fp16"})), "--policy.param_dtype: expected one of fp32|bf16, got 'fp16'");
   EXPECT_EQ(flag_error(with_required({"--policy.param_dtype=bf16", "--policy.dtype=fp32"})),
             "--policy.param_dtype: expected fp32 with --policy.dtype=fp32 (bf16 parameters compute in bf16)");
+  EXPECT_EQ(flag_error(with_required({"--policy.prefix_multiple=-2"})),
+            "--policy.prefix_multiple: expected 0 to 4096 tokens, got -2");
+  EXPECT_EQ(flag_error(with_required({"--policy.prefix_multiple=64", "--policy.attention=padded"})),
+            "--policy.prefix_multiple: expected 0 with --policy.attention=padded (the padded layout has fixed shapes), got 64");
   EXPECT_EQ(flag_error({"--output_dir=/x"}), "--dataset.root: expected a dataset directory (the flag is required)");
 }
 

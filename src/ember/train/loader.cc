@@ -64,7 +64,8 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
     std::vector<const model::PolicySample*> ptrs;
     for (int64_t i : g) ptrs.push_back(&samples[i]);
     // the images straight into pinned memory, copied on the pool (idle until the next step)
-    auto in = model::collate(ptrs, shape_, options_.backend, {.pin_images = options_.pin_memory, .pool = &pool_});
+    auto in = model::collate(ptrs, shape_, options_.backend,
+                             {.pin_images = options_.pin_memory, .pool = &pool_, .prefix_multiple = options_.prefix_multiple});
     batch.loss_count += in.action_mask.sum().item<double>();
     batch.micro.push_back(options_.pin_memory ? in.pin_memory() : std::move(in));
   }

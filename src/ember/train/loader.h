@@ -26,6 +26,7 @@ struct LoaderOptions {
   int workers = 4;         // sample-building threads
   int prefetch = 4;        // steps queued ahead
   int64_t token_budget = 0;  // > 0: micro-batches of at most this many tokens (prefix + suffix)
+  int64_t prefix_multiple = 0;  // varlen: prefix rounded up with filler (model::CollateOptions)
   model::AttentionBackend backend = model::AttentionBackend::kVarlen;
   bool pin_memory = false;
   // > 0: random image shifts (SampleBuilder::RandomShift) seeded by (seed, epoch, frame)

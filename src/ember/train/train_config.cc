@@ -39,6 +39,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.num_steps", c.policy.num_steps, Choices{});
   v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{});
   v("policy.token_budget", c.policy.token_budget, Choices{});
+  v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
   v("optimizer.lr", c.optimizer.lr, Choices{});
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{});
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{});
@@ -418,6 +419,10 @@ void validate(const TrainConfig& c) {
   if (c.policy.token_budget) {
     require(*c.policy.token_budget > 0, "policy.token_budget", *c.policy.token_budget, "a positive integer");
   }
+  require(c.policy.prefix_multiple >= 0 && c.policy.prefix_multiple <= 4096, "policy.prefix_multiple",
+          c.policy.prefix_multiple, "0 to 4096 tokens");
+  require(c.policy.prefix_multiple <= 1 || c.policy.attention == "varlen", "policy.prefix_multiple",
+          c.policy.prefix_multiple, "0 with --policy.attention=padded (the padded layout has fixed shapes)");
   if (c.dataset.image_size) {
     require(*c.dataset.image_size > 0, "dataset.image_size", *c.dataset.image_size, "a positive integer");
   }

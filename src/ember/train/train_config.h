@@ -55,6 +55,10 @@ struct PolicyConfig {
   int64_t num_steps = 10;            // flow-matching denoising steps (PI05Config.num_inference_steps)
   std::optional<std::string> tokenizer_path;  // SentencePiece .model; unset: trained from the tasks
   std::optional<int64_t> token_budget;        // tokens per packed batch; unset: the policy decides
+  // varlen: each micro-batch's packed prefix rounded up to a multiple of this many tokens with
+  // filler (model::CollateOptions::prefix_multiple): fewer matrix shapes, the same loss and
+  // gradients; 0 or 1: none
+  int64_t prefix_multiple = 0;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

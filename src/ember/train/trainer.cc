@@ -230,6 +230,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   lo.world_size = world;
   lo.workers = int(workers);
   lo.token_budget = config.policy.token_budget.value_or(0);
+  lo.prefix_multiple = config.policy.prefix_multiple;
   lo.backend = model::parse_attention_backend(config.policy.attention);
   lo.pin_memory = device.is_cuda();
   lo.image_shift = config.dataset.image_transforms_enable ? config.dataset.image_transforms_max_shift : 0;
