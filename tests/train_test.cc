@@ -333,16 +333,20 @@ TEST(Train, ImageShiftMovesPixelsAndReplicatesEdges) {
   }
 }
 
+// The losses of 4 steps of the tiny run in dir/name, its config changed by `change`.
+template <typename Change>
+auto four_step_losses(const test::TempDir& dir, const std::string& name, Change change) {
+  auto c = tiny_config(dir.path() + "/" + name, 4);
+  change(c);
+  return train(c, quiet()).losses;
+}
+
 // --policy.prefix_multiple rounds each packed prefix up with filler that nothing real attends to:
 // the same losses as without, step after step (fp32, CPU).
 TEST(Train, PrefixFillerTrainsTheSameLosses) {
   test::TempDir dir;
-  auto run = [&](const std::string& name, int64_t multiple) {
-    auto c = tiny_config(dir.path() + "/" + name, 4);
-    c.policy.prefix_multiple = multiple;
-    return train(c, quiet()).losses;
-  };
-  auto plain = run("a", 0), filled = run("b", 64);
+  auto plain = four_step_losses(dir, "a", [](TrainConfig&) {});
+  auto filled = four_step_losses(dir, "b", [](TrainConfig& c) { c.policy.prefix_multiple = 64; });
   ASSERT_EQ(plain.size(), filled.size());
   ASSERT_FALSE(plain.empty());
   for (size_t i = 0; i < plain.size(); ++i) {
@@ -353,12 +357,9 @@ TEST(Train, PrefixFillerTrainsTheSameLosses) {
 
 TEST(Train, ImageTransformsTrainReproducibly) {
   test::TempDir dir;
-  auto run = [&](const std::string& name, bool transforms) {
-    auto c = tiny_config(dir.path() + "/" + name, 4);
-    c.dataset.image_transforms_enable = transforms;
-    return train(c, quiet()).losses;
-  };
-  auto a = run("a", true), b = run("b", true), plain = run("c", false);
+  auto shifted = [](TrainConfig& c) { c.dataset.image_transforms_enable = true; };
+  auto a = four_step_losses(dir, "a", shifted), b = four_step_losses(dir, "b", shifted);
+  auto plain = four_step_losses(dir, "c", [](TrainConfig&) {});
   EXPECT_EQ(a, b);         // the same shifts for the same seed
   EXPECT_NE(a, plain);     // and they change what the model sees
 }
