@@ -425,7 +425,10 @@ case "${1:?a|b|c|d}" in
     ldconfig
     EMBER_TARGETS="ember model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 ||
       { tail -n 20 "$out/build.log"; exit 1; }
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test 2>&1 | grep -h "OK \]\|FAILED\|PASSED"
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/model_gpu_test.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/train_gpu_test.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
     runs() {  # GPU STREAM
       for cfg in "3 0" "40 0" "3 64" "3 256"; do
         set -- "$1" "$2" $cfg
