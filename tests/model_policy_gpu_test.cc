@@ -12,6 +12,7 @@
 #include "ember/model/fused_ops.h"
 #include "ember/model/layers.h"
 #include "ember/model/pi05.h"
+#include "ember/model/vision.h"
 
 namespace ember::model {
 namespace {
@@ -143,6 +144,40 @@ TEST(Pi05PolicyCuda, ImageAttentionMatchesMathAttention) {
   (fast.to(at::kFloat) * g).sum().backward();
   (ref * g).sum().backward();
   EXPECT_LT(rel(a.grad(), b.grad()), 3e-2);
+}
+
+// CUDA's autocast runs LayerNorm in float32 (CPU's does not, so this is the test that sees it): the
+// vision tower's norm must stay in bf16, accumulate in float32, and give float32 weights float32
+// gradients; the tower's output is bf16.
+TEST(VisionTowerCuda, StaysInBf16UnderAutocast) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  at::manual_seed(6);
+  at::Device cuda(at::kCUDA, 0);
+  auto shape = test_shape(1).vision;
+  VisionTower tower(shape);
+  tower->to(cuda);
+  LayerNorm norm(64);
+  norm->to(cuda);
+  {
+    at::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.uniform_(-0.5, 0.5);
+  }
+  auto x = (at::randn({33, 64}, at::TensorOptions().device(cuda)) * 3 + 1).to(at::kBFloat16).requires_grad_();
+  auto images = at::rand({2, 3, shape.image_size, shape.image_size}, at::TensorOptions().device(cuda)) * 2 - 1;
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto y = norm->forward(x);
+  auto out = tower->forward(images);
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  EXPECT_EQ(out.scalar_type(), at::kBFloat16);
+  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+  auto exact = at::layer_norm(x.detach().to(at::kFloat), {64}, norm->weight.detach(), norm->bias.detach(), 1e-6);
+  EXPECT_LT((y.to(at::kFloat) - exact).abs().max().item<double>() / exact.abs().max().item<double>(), 2e-2);
+  y.to(at::kFloat).sum().backward();
+  ASSERT_TRUE(norm->weight.grad().defined());
+  EXPECT_EQ(norm->weight.grad().scalar_type(), at::kFloat);
 }
 
 // max |x - y| / max |y|

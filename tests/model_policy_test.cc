@@ -158,6 +158,40 @@ TEST(VisionTower, PatchEmbeddingEqualsTheStridedConvolution) {
   EXPECT_LT(max_rel_err(b1.grad(), b2.grad()), 1e-5);
 }
 
+// Under bf16 autocast the vision tower's residual stream stays bf16 (autocast would run LayerNorm in
+// float32 and make everything after it float32), the norm still accumulates in float32, its
+// float32 weights get float32 gradients, and the tower's output is the float32 tower's to bf16
+// precision.
+TEST(VisionTower, StaysInBf16UnderAutocast) {
+  at::manual_seed(9);
+  auto shape = tiny().vision;
+  VisionTower tower(shape);
+  auto images = at::rand({2, 3, shape.image_size, shape.image_size}) * 2 - 1;
+  auto reference = tower->forward(images);
+  LayerNorm norm(16);
+  {
+    at::NoGradGuard no_grad;
+    norm->weight.uniform_(0.5, 1.5);
+    norm->bias.uniform_(-0.5, 0.5);
+  }
+  auto x = (at::randn({5, 16}) * 3 + 1).to(at::kBFloat16).requires_grad_();
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  auto out = tower->forward(images);
+  auto y = norm->forward(x);
+  at::autocast::set_autocast_enabled(at::kCPU, false);
+  at::autocast::clear_cache();
+  EXPECT_EQ(out.scalar_type(), at::kBFloat16);
+  EXPECT_LT(max_rel_err(out.to(at::kFloat), reference), 5e-2);
+  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+  auto exact = at::layer_norm(x.detach().to(at::kFloat), {16}, norm->weight.detach(), norm->bias.detach(), 1e-6);
+  EXPECT_LT(max_rel_err(y.to(at::kFloat), exact), 2e-2);
+  y.to(at::kFloat).sum().backward();
+  ASSERT_TRUE(norm->weight.grad().defined());
+  EXPECT_EQ(norm->weight.grad().scalar_type(), at::kFloat);
+  EXPECT_EQ(x.grad().scalar_type(), at::kBFloat16);
+}
+
 TEST(Rope, RotatesTheTwoHalvesAsGemma) {
   at::manual_seed(7);
   const int64_t d = 8, heads = 3;

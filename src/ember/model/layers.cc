@@ -1,5 +1,7 @@
 #include "ember/model/layers.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include <cmath>
 
 #include "ember/model/fused_ops.h"
@@ -26,7 +28,11 @@ LayerNormImpl::LayerNormImpl(int64_t width, double eps_) : eps(eps_) {
 }
 
 at::Tensor LayerNormImpl::forward(const at::Tensor& x) const {
-  return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+  // in the activations' dtype (the kernel accumulates in float32), as RmsNorm: autocast would run
+  // it in float32 and turn the whole residual stream after it into float32
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  const auto dtype = x.scalar_type();
+  return at::layer_norm(x, {x.size(-1)}, weight.to(dtype), bias.to(dtype), eps);
 }
 
 AdaNormImpl::AdaNormImpl(int64_t width, int64_t cond_width, double eps_) : eps(eps_) {

@@ -41,7 +41,10 @@ at::Tensor patch_embed(const at::Tensor& images, const at::Tensor& weight, const
 }
 
 at::Tensor VisionTowerImpl::forward(const at::Tensor& images) const {
-  auto x = patch_embed(images, patch_weight, patch_bias, shape.patch) + positions;  // [n, P, w]
+  auto e = patch_embed(images, patch_weight, patch_bias, shape.patch);  // [n, P, w]
+  // the residual stream keeps the patch embedding's dtype (bf16 under autocast), as the language
+  // model's does; the float32 positions would make it float32
+  auto x = (e + positions).to(e.scalar_type());
   for (const auto& block : *blocks) x = block->as<VitBlockImpl>()->forward(x);
   return final_norm->forward(x);
 }
