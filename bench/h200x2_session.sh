@@ -42,6 +42,8 @@
 #      the base (both parameter dtypes), the full bench on both streams, a profile.
 #   aa: (a fresh machine) the host's time per matrix product: pi05 with 3 and 40 warm-up steps and
 #      with the prefix rounded up to multiples of 64 and 256 tokens (--prefix_multiple).
+#   ab: (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen (bf16 parameters)
+#      against the base on both streams, GPUs swapped; the full bench with 3 and 20 warm-up steps.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
 #      base on both streams, a community-stream profile by launching operator.
@@ -415,6 +417,31 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
     sed -n 1,12p "$out/profile_libero.txt"
     grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ab)
+    # (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen with bf16
+    # parameters, this build beside the base on libero and community (the GPUs swapped between
+    # the two pairs); this build's full bench (varlen and padded) with 3 and 20 warm-up steps;
+    # a libero profile. Everything comes back in one archive (all.tgz).
+    build_both_and_test || exit 1
+    one() {  # BUILD_DIR GPU STREAM ATTENTION WARMUP NAME
+      CUDA_VISIBLE_DEVICES=$2 taskset -c $(($2 * 16))-$(($2 * 16 + 15)) "$1/bin/ember" bench policy --preset pi05 \
+        --stream "$3" ${4:+--attention $4} --device cuda --batch_size 16 --warmup "$5" --steps 10 \
+        --param_dtype "${PARAM_DTYPE:-bf16}" >"$out/policy_$6.jsonl" 2>"$out/policy_$6.err"
+    }
+    for stream in libero community; do
+      one build-gpu 0 $stream varlen 3 pair_after_${stream}_g0 & one .prev/base/build-gpu 1 $stream varlen 3 pair_base_${stream}_g1 & wait
+      one build-gpu 1 $stream varlen 3 pair_after_${stream}_g1 & one .prev/base/build-gpu 0 $stream varlen 3 pair_base_${stream}_g0 & wait
+    done
+    python3 bench/policy_summary.py "$out"/policy_pair_*.jsonl
+    for w in 3 20; do
+      one build-gpu 0 libero "" $w full_libero_w$w & one build-gpu 1 community "" $w full_community_w$w & wait
+    done
+    python3 bench/policy_summary.py "$out"/policy_full_*.jsonl
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-ab >/dev/null 2>&1
+    python3 bench/trace_summary.py /tmp/ember-prof-ab/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
+    sed -n 1,12p "$out/profile_libero.txt"
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   aa)
     # (a fresh machine) is the host's time per matrix product cuBLAS choosing kernels for new
