@@ -12,7 +12,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = 16384;  // elements per block: a multiple of every vector width
-constexpr int kUnroll = 2;
 
 using ember::kernels::from_float;
 using ember::kernels::Pack;
@@ -56,40 +55,26 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* tabl
     const int64_t local = from - e.start;
     const float step = *e.step;
     Update u{h.lr / (1.f - powf(h.beta1, step)), sqrtf(1.f - powf(h.beta2, step)), 1.f - h.lr * h.weight_decay, mult, h};
-    T* __restrict__ p = static_cast<T*>(e.param) + local;
-    const T* __restrict__ g = static_cast<const T*>(e.grad) + local;
-    T* __restrict__ m = static_cast<T*>(e.exp_avg) + local;
-    T* __restrict__ v = static_cast<T*>(e.exp_avg_sq) + local;
-    // local is 0, or pos - start with both multiples of kAlign: the packs are aligned. kUnroll
-    // packs per thread are loaded before any is updated: more bytes in flight per thread
+    T* p = static_cast<T*>(e.param) + local;
+    const T* g = static_cast<const T*>(e.grad) + local;
+    T* m = static_cast<T*>(e.exp_avg) + local;
+    T* v = static_cast<T*>(e.exp_avg_sq) + local;
+    // local is 0, or pos - start with both multiples of kAlign: the packs are aligned
     const int64_t packs = n / V;
-    for (int64_t first = threadIdx.x; first < packs; first += kUnroll * kThreads) {
-      P pp[kUnroll], mp[kUnroll], vp[kUnroll], gp[kUnroll];
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      P pp = reinterpret_cast<P*>(p)[i], mp = reinterpret_cast<P*>(m)[i], vp = reinterpret_cast<P*>(v)[i];
+      const P gp = reinterpret_cast<const P*>(g)[i];
 #pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const int64_t i = first + k * kThreads;
-        if (i >= packs) break;
-        pp[k] = reinterpret_cast<const P*>(p)[i];
-        mp[k] = reinterpret_cast<const P*>(m)[i];
-        vp[k] = reinterpret_cast<const P*>(v)[i];
-        gp[k] = reinterpret_cast<const P*>(g)[i];
+      for (int j = 0; j < V; ++j) {
+        float pf = to_float(pp.v[j]), mf = to_float(mp.v[j]), vf = to_float(vp.v[j]);
+        u.apply(pf, to_float(gp.v[j]), mf, vf);
+        pp.v[j] = from_float<T>(pf);
+        mp.v[j] = from_float<T>(mf);
+        vp.v[j] = from_float<T>(vf);
       }
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const int64_t i = first + k * kThreads;
-        if (i >= packs) break;
-#pragma unroll
-        for (int j = 0; j < V; ++j) {
-          float pf = to_float(pp[k].v[j]), mf = to_float(mp[k].v[j]), vf = to_float(vp[k].v[j]);
-          u.apply(pf, to_float(gp[k].v[j]), mf, vf);
-          pp[k].v[j] = from_float<T>(pf);
-          mp[k].v[j] = from_float<T>(mf);
-          vp[k].v[j] = from_float<T>(vf);
-        }
-        reinterpret_cast<P*>(p)[i] = pp[k];
-        reinterpret_cast<P*>(m)[i] = mp[k];
-        reinterpret_cast<P*>(v)[i] = vp[k];
-      }
+      reinterpret_cast<P*>(p)[i] = pp;
+      reinterpret_cast<P*>(m)[i] = mp;
+      reinterpret_cast<P*>(v)[i] = vp;
     }
     for (int64_t i = packs * V + threadIdx.x; i < n; i += kThreads) {
       float pf = to_float(p[i]), mf = to_float(m[i]), vf = to_float(v[i]);
