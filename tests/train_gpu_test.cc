@@ -87,5 +87,44 @@ TEST(AdamWCuda, KernelMatchesPyTorchsFusedAdamW) {
   }
 }
 
+// ember's one-launch sum of squares of the gradients (the clipping's norm) against the fp64
+// answer and PyTorch's foreach norms: fp32 and bf16 groups, odd sizes, an empty gradient, a
+// parameter without one, a gradient that is a strided view (the foreach path takes that group),
+// and gradients large enough for many blocks.
+TEST(GradNormCuda, KernelMatchesTheExactSumOfSquares) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  ASSERT_TRUE(adamw_kernel_built()) << "ember was built without nvcc: the optimizer kernels are not in this build";
+  at::manual_seed(8);
+  auto on = at::TensorOptions().device(at::Device(at::kCUDA, 0));
+  std::vector<std::pair<at::ScalarType, std::vector<int64_t>>> shapes = {
+      {at::kFloat, {7}}, {at::kBFloat16, {300, 131}}, {at::kFloat, {40000}}, {at::kBFloat16, {0}},
+      {at::kBFloat16, {3}}, {at::kFloat, {64, 33}}, {at::kBFloat16, {1000003}}, {at::kHalf, {5, 9}}};
+  std::vector<at::Tensor> params;
+  for (const auto& [dtype, shape] : shapes) {
+    auto p = at::zeros(shape, on.dtype(dtype));
+    p.mutable_grad() = (at::randn(shape, on) * 3).to(dtype);
+    params.push_back(p);
+  }
+  params.push_back(at::zeros({11}, on));  // no gradient
+  auto exact = [&] {
+    double sum = 0;
+    for (const auto& p : params)
+      if (p.grad().defined()) sum += p.grad().to(at::kDouble).square().sum().item<double>();
+    return sum;
+  };
+  const double want = exact();
+  const double mine = grad_squared_norm(params).item<double>();
+  const double theirs = grad_squared_norm(params, /*use_kernel=*/false).item<double>();
+  EXPECT_NEAR(mine, want, 1e-5 * want);
+  EXPECT_NEAR(theirs, want, 1e-5 * want);
+  EXPECT_TRUE(grad_squared_norm(params).is_cuda());
+  // a strided gradient: its dtype's group falls back to the foreach norms, still exact
+  auto strided = at::zeros({100, 200}, on);
+  strided.mutable_grad() = (at::randn({200, 400}, on) * 2).t().narrow(0, 0, 100);
+  ASSERT_FALSE(strided.grad().is_contiguous());
+  params.push_back(strided);
+  EXPECT_NEAR(grad_squared_norm(params).item<double>(), exact(), 1e-5 * exact());
+}
+
 }  // namespace
 }  // namespace ember::train

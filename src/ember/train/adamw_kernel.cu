@@ -34,6 +34,18 @@ struct Update {
   }
 };
 
+// the last entry of `table` starting at or before pos (entries sorted by start, the first at 0)
+template <typename E>
+__device__ inline int first_at(const E* table, int count, int64_t pos) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (table[mid].start <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* table, int count, int64_t total, Hyper h,
                                                           const float* grad_multiplier) {
@@ -41,12 +53,7 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* tabl
   using P = Pack<T, V>;
   int64_t pos = int64_t(blockIdx.x) * kChunk;
   const int64_t end = min(pos + kChunk, total);
-  int lo = 0, hi = count - 1;  // the last tensor starting at or before pos
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (table[mid].start <= pos) lo = mid;
-    else hi = mid - 1;
-  }
+  const int lo = first_at(table, count, pos);
   const float mult = grad_multiplier ? *grad_multiplier : 1.f;
   for (int t = lo; t < count && table[t].start < end; ++t) {
     const AdamWTensor e = table[t];
@@ -86,7 +93,58 @@ __global__ void __launch_bounds__(kThreads) adamw_kernel(const AdamWTensor* tabl
   }
 }
 
+// Each block: the sum of squares of its chunk of the concatenation, to partial[blockIdx.x].
+template <typename T>
+__global__ void __launch_bounds__(kThreads) sum_squares_kernel(const SpanTensor* table, int count, int64_t total,
+                                                                float* partial) {
+  constexpr int V = 16 / sizeof(T);
+  using P = Pack<T, V>;
+  const int64_t pos = int64_t(blockIdx.x) * kChunk;
+  const int64_t end = min(pos + kChunk, total);
+  float acc = 0.f;
+  for (int t = first_at(table, count, pos); t < count && table[t].start < end; ++t) {
+    const SpanTensor e = table[t];
+    const int64_t from = max(pos, e.start), n = min(end, e.start + e.numel) - from;
+    if (n <= 0) continue;
+    const T* x = static_cast<const T*>(e.data) + (from - e.start);
+    const int64_t packs = n / V;
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      const P xp = reinterpret_cast<const P*>(x)[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float f = to_float(xp.v[j]);
+        acc += f * f;
+      }
+    }
+    for (int64_t i = packs * V + threadIdx.x; i < n; i += kThreads) {
+      const float f = to_float(x[i]);
+      acc += f * f;
+    }
+  }
+  // the block's sum: within each warp, then over the warps
+  __shared__ float warp_sums[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0.f;
+    for (int w = 0; w < kThreads / 32; ++w) sum += warp_sums[w];
+    partial[blockIdx.x] = sum;
+  }
+}
+
 }  // namespace
+
+int64_t sum_squares_blocks(int64_t total) { return (total + kChunk - 1) / kChunk; }
+
+void sum_squares(const SpanTensor* table, int count, int64_t total, int dtype, float* partial, void* stream) {
+  if (count == 0 || total == 0) return;
+  const auto blocks = static_cast<unsigned>(sum_squares_blocks(total));
+  auto s = static_cast<cudaStream_t>(stream);
+  if (dtype == 1) sum_squares_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(table, count, total, partial);
+  else if (dtype == 2) sum_squares_kernel<__half><<<blocks, kThreads, 0, s>>>(table, count, total, partial);
+  else sum_squares_kernel<float><<<blocks, kThreads, 0, s>>>(table, count, total, partial);
+}
 
 void adamw_step(const AdamWTensor* table, int count, int64_t total, int dtype, double lr, double beta1, double beta2,
                 double weight_decay, double eps, const float* grad_multiplier, void* stream) {

@@ -1,6 +1,7 @@
 #pragma once
-// ember's AdamW update on CUDA: one launch for a list of tensors of one dtype, as if they were
-// concatenated (optimizer.cc wraps it). Built only when CMake finds nvcc (EMBER_CUDA_KERNELS).
+// ember's optimizer kernels on CUDA: the AdamW update, and the sum of squares of the gradients
+// (the norm clipping needs), each one launch for a list of tensors of one dtype, as if they were
+// concatenated (optimizer.cc wraps them). Built only when CMake finds nvcc (EMBER_CUDA_KERNELS).
 
 #include <cstdint>
 
@@ -26,5 +27,19 @@ constexpr int64_t kAlign = 8;
 // are read multiplied by, or null. The arithmetic is PyTorch's fused AdamW's, in float.
 void adamw_step(const AdamWTensor* table, int count, int64_t total, int dtype, double lr, double beta1, double beta2,
                 double weight_decay, double eps, const float* grad_multiplier, void* stream);
+
+// One tensor to read: device pointer (16-byte aligned, contiguous) and where it starts in the
+// concatenation (as AdamWTensor's).
+struct SpanTensor {
+  const void* data;
+  int64_t start, numel;
+};
+
+// The number of blocks (and of partial sums) sum_squares uses for `total` elements.
+int64_t sum_squares_blocks(int64_t total);
+
+// Writes sum_squares_blocks(total) partial sums of x^2 (float arithmetic) over the tensors of
+// `table` (a device array, laid out as adamw_step's) to the device floats `partial`.
+void sum_squares(const SpanTensor* table, int count, int64_t total, int dtype, float* partial, void* stream);
 
 }  // namespace ember::train::kernels

@@ -25,6 +25,28 @@ namespace ember::train {
 
 namespace {
 
+#ifdef EMBER_CUDA_KERNELS
+// Whether the kernels can read t beside the list's first tensor: same device and dtype,
+// contiguous, 16-byte aligned.
+bool kernel_readable(const at::Tensor& t, const at::Tensor& first) {
+  return t.device() == first.device() && t.scalar_type() == first.scalar_type() && t.is_contiguous() &&
+         reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+// Where the next tensor starts in the kernels' concatenation after `total` elements.
+int64_t next_start(int64_t total) { return (total + kernels::kAlign - 1) / kernels::kAlign * kernels::kAlign; }
+
+// A kernel's table on the device, through pinned memory: the caching host allocator keeps each
+// step's buffer until its copy has run.
+template <typename Entry>
+at::Tensor device_table(const std::vector<Entry>& table, const at::Device& device) {
+  const int64_t bytes = int64_t(table.size() * sizeof(Entry));
+  auto host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  std::memcpy(host.data_ptr(), table.data(), bytes);
+  return host.to(device, /*non_blocking=*/true);
+}
+#endif
+
 // ember's one-launch AdamW kernel for one dtype group (p, g, m, v, step lists) on CUDA; false
 // (nothing done) where it does not apply: not built, not CUDA, another dtype, a tensor that is not
 // contiguous or 16-byte aligned, or more than one device.
@@ -37,29 +59,20 @@ bool kernel_adamw(const std::array<std::vector<at::Tensor>, 5>& g, double lr, co
   std::vector<kernels::AdamWTensor> table;
   int64_t total = 0;
   for (size_t i = 0; i < g[0].size(); ++i) {
-    for (int k = 0; k < 4; ++k) {
-      const auto& t = g[k][i];
-      if (t.device() != first.device() || t.scalar_type() != first.scalar_type() || !t.is_contiguous() ||
-          reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 != 0)
-        return false;
-    }
+    for (int k = 0; k < 4; ++k)
+      if (!kernel_readable(g[k][i], first)) return false;
     if (g[4][i].device() != first.device() || g[4][i].scalar_type() != at::kFloat) return false;
     const int64_t n = g[0][i].numel();
     if (n == 0) continue;
-    const int64_t start = (total + kernels::kAlign - 1) / kernels::kAlign * kernels::kAlign;
+    const int64_t start = next_start(total);
     table.push_back({g[0][i].data_ptr(), g[1][i].data_ptr(), g[2][i].data_ptr(), g[3][i].data_ptr(),
                      g[4][i].data_ptr<float>(), start, n});
     total = start + n;
   }
   if (table.empty()) return true;
   c10::cuda::CUDAGuard guard(first.device());
-  // the table through pinned memory: the caching host allocator keeps each step's buffer until
-  // its copy has run
-  const int64_t bytes = int64_t(table.size() * sizeof(kernels::AdamWTensor));
-  auto host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-  std::memcpy(host.data_ptr(), table.data(), bytes);
-  auto device_table = host.to(first.device(), /*non_blocking=*/true);
-  kernels::adamw_step(static_cast<const kernels::AdamWTensor*>(device_table.data_ptr()), int(table.size()), total,
+  auto on_device = device_table(table, first.device());
+  kernels::adamw_step(static_cast<const kernels::AdamWTensor*>(on_device.data_ptr()), int(table.size()), total,
                       dtype, lr, o.beta1, o.beta2, o.weight_decay, o.eps,
                       multiplier.defined() ? multiplier.data_ptr<float>() : nullptr,
                       c10::cuda::getCurrentCUDAStream(first.device().index()).stream());
@@ -68,6 +81,37 @@ bool kernel_adamw(const std::array<std::vector<at::Tensor>, 5>& g, double lr, co
 #else
   (void)g, (void)lr, (void)o, (void)multiplier;
   return false;
+#endif
+}
+
+// The sum of squares of one dtype's list of tensors by ember's kernel (one launch, then a sum
+// of its partial sums), as a float 0-d tensor; undefined where the kernel does not apply.
+at::Tensor kernel_sum_squares(const std::vector<at::Tensor>& list) {
+#ifdef EMBER_CUDA_KERNELS
+  const auto& first = list[0];
+  const int dtype = model::kernel_dtype(first.scalar_type());
+  if (!first.is_cuda() || dtype < 0) return {};
+  std::vector<kernels::SpanTensor> table;
+  int64_t total = 0;
+  for (const auto& t : list) {
+    if (!kernel_readable(t, first)) return {};
+    if (t.numel() == 0) continue;
+    const int64_t start = next_start(total);
+    table.push_back({t.data_ptr(), start, t.numel()});
+    total = start + t.numel();
+  }
+  auto options = first.options().dtype(at::kFloat);
+  if (table.empty()) return at::zeros({}, options);
+  c10::cuda::CUDAGuard guard(first.device());
+  auto on_device = device_table(table, first.device());
+  auto partial = at::empty({kernels::sum_squares_blocks(total)}, options);
+  kernels::sum_squares(static_cast<const kernels::SpanTensor*>(on_device.data_ptr()), int(table.size()), total, dtype,
+                       partial.data_ptr<float>(), c10::cuda::getCurrentCUDAStream(first.device().index()).stream());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partial.sum();
+#else
+  (void)list;
+  return {};
 #endif
 }
 
@@ -160,24 +204,29 @@ std::map<at::ScalarType, std::vector<at::Tensor>> grads_by_dtype(const std::vect
 
 }  // namespace
 
+at::Tensor grad_squared_norm(const std::vector<at::Tensor>& params, bool use_kernel) {
+  at::NoGradGuard no_grad;
+  at::Tensor sum;
+  for (const auto& [dtype, list] : grads_by_dtype(params)) {
+    at::Tensor part = use_kernel ? kernel_sum_squares(list) : at::Tensor();
+    // PyTorch's foreach norms: fp32 per tensor, whatever the gradients' dtype
+    if (!part.defined()) part = at::stack(at::_foreach_norm(list, 2.0, at::kFloat)).pow(2).sum();
+    sum = sum.defined() ? sum + part : part;
+  }
+  return sum.defined() ? sum : at::zeros({}, at::kFloat);
+}
+
 ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale,
                             Collectives* sum_over_ranks) {
   at::NoGradGuard no_grad;
   const auto grads = grads_by_dtype(params);
-  // this rank's squared norm (fp32 per tensor, whatever the gradients' dtype)
-  auto squared_norm = [&] {
-    std::vector<at::Tensor> norms;
-    for (const auto& [dtype, list] : grads)
-      for (auto& n : at::_foreach_norm(list, 2.0, at::kFloat)) norms.push_back(n);
-    return at::stack(norms).pow(2).sum();
-  };
   ClipAndScale out;
   at::Tensor& total = out.norm;
   if (sum_over_ranks) {
     // this rank's share of the squared norm, summed over the ranks (collective: every rank
     // takes part, with or without gradients of its own)
     at::Tensor square = grads.empty() ? at::zeros({}, params.empty() ? at::TensorOptions() : params[0].options().dtype(at::kFloat))
-                                      : squared_norm();
+                                      : grad_squared_norm(params);
     std::vector<at::Tensor> one{square.reshape({1})};
     sum_over_ranks->all_reduce_sum(one);
     total = one[0].reshape({}).sqrt();
@@ -186,7 +235,7 @@ ClipAndScale clip_and_scale(const std::vector<at::Tensor>& params, double max_no
       total = at::zeros({}, at::kFloat);
       return out;
     }
-    total = squared_norm().sqrt();
+    total = grad_squared_norm(params).sqrt();
   }
   if (scale.defined()) total = total * scale.to(total.device(), at::kFloat);
   if (max_norm > 0 || scale.defined()) {
