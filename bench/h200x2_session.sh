@@ -44,6 +44,7 @@
 #      with the prefix rounded up to multiples of 64 and 256 tokens (--prefix_multiple).
 #   ab: (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen (bf16 parameters)
 #      against the base on both streams, GPUs swapped; the full bench with 3 and 20 warm-up steps.
+#   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
 #      base on both streams, a community-stream profile by launching operator.
@@ -417,6 +418,24 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
     sed -n 1,12p "$out/profile_libero.txt"
     grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ac)
+    # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
+    # libero (GPU 0) and community (GPU 1) at batch 16, then at batch 32; the host's time to queue
+    # a step beside the step time. Everything comes back in one archive (all.tgz).
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    for b in 16 32; do
+      for g in 0 1; do
+        stream=$([[ $g == 0 ]] && echo libero || echo community)
+        CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream $stream --device cuda --batch_size $b --warmup 3 --steps 10 --param_dtype bf16 \
+          >"$out/policy_full_${stream}_b$b.jsonl" 2>"$out/policy_full_${stream}_b$b.err" &
+      done
+      wait
+      python3 bench/policy_summary.py "$out"/policy_full_*_b$b.jsonl
+    done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ab)
     # (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen with bf16

@@ -3,8 +3,8 @@
 
     bench/policy_summary.py FILE.jsonl...
 
-Prints file, stream, attention, parameter dtype, samples/s, MFU, hardware FLOP utilisation and peak
-memory; for ratio lines the measured varlen/padded speed ratio and the FLOP ratio. Standard
+Prints file, stream, attention, parameter dtype, samples/s, MFU, hardware FLOP utilisation, peak
+memory, and the step time beside the host's time to queue a step (where reported); for ratio lines the measured varlen/padded speed ratio and the FLOP ratio. Standard
 library only.
 """
 import json
@@ -31,7 +31,9 @@ def main():
             elif r.get("bench") == "policy":
                 print(f"{name}: {r['stream']} {r['attention']} {r.get('param_dtype', '?')} "
                       f"{r['samples_per_s']:.2f} samples/s mfu {100 * r['mfu']:.1f}% "
-                      f"hfu {100 * r['hardware_flops_util']:.1f}% mem {r.get('peak_mem_gb', 0):.1f} GB")
+                      f"hfu {100 * r['hardware_flops_util']:.1f}% mem {r.get('peak_mem_gb', 0):.1f} GB"
+                      + (f" step {1e3 * r['step_time_s']:.1f} ms (host queue {1e3 * r['host_queue_time_s']:.1f} ms)"
+                         if "host_queue_time_s" in r else ""))
 
 
 if __name__ == "__main__":

@@ -235,7 +235,8 @@ def main():
         try:
             j = json.loads(out.strip().splitlines()[-1])
             ok = (rc == 0 and j["prefix_multiple"] == 64 and j["filler_tflops_per_sample"] > 0
-                  and j["hardware_flops_util"] > j["mfu"] > 0)
+                  and j["hardware_flops_util"] > j["mfu"] > 0
+                  and 0 < j["host_queue_time_s"] <= j["step_time_s"])
         except Exception as e:  # noqa: BLE001
             ok, out = False, f"{e}: {out} {err}"
         check("bench policy --prefix_multiple", ok, out)

@@ -175,6 +175,9 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       filler_flops += with_filler - model::train_flops(layout, shape);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
+    // the host's time to queue the timed steps: close to the step time, the run is bound by the
+    // host (the GPU waits for launches), not by the GPU
+    const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sync(device);
     timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last_loss = last_loss_t.item<double>();
@@ -193,6 +196,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["samples_per_s"] = samples / timed_s;
     j["tokens_per_s"] = real_tokens / timed_s;
     j["step_time_s"] = timed_s / o.steps;
+    j["host_queue_time_s"] = queued_s / o.steps;
     j["model_tflops_per_sample"] = real_flops / samples / 1e12;
     j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
     if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
