@@ -17,6 +17,8 @@ Prints, per step when --steps is given (the timed steps the trace holds):
     (the host was late with it), and host calls that can wait for the GPU (synchronisations,
     cudaFree, synchronous copies) with their time;
   - kernel launches (cudaLaunchKernel and friends) and their host time;
+  - the host's lead: how long after its launch call each kernel started (percentiles), and the
+    share of kernels that started within 50 us of it (the GPU was waiting for the host);
   - the K CPU operators with the most inclusive time;
   - leaf operators per step (ATen operators that call no other, less views and no-ops): on a
     CUDA run each is about one kernel launch, so a CPU trace counts a step's launches too.
@@ -199,6 +201,27 @@ def idle_gaps(events, gpu, min_us=10.0):
     return gaps, blocking
 
 
+def host_lead(events, gpu):
+    """For each kernel linked to its launch call (the trace's "correlation" ids), how long after
+    the call began the kernel started, in us: a lead of a few us means the GPU was waiting for
+    that launch (the host is what bounds the step there); milliseconds mean the host was ahead."""
+    launch_ts = {}
+    for e in events:
+        corr = (e.get("args") or {}).get("correlation")
+        if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "") and corr is not None:
+            launch_ts[corr] = e["ts"]
+    leads = []
+    for k in gpu:
+        corr = (k.get("args") or {}).get("correlation")
+        if k.get("cat") == "kernel" and corr in launch_ts:
+            leads.append(k["ts"] - launch_ts[corr])
+    return sorted(leads)
+
+
+# a kernel starting within this many us of its launch call found the GPU waiting for it
+STARVED_US = 50.0
+
+
 def summarise(events, steps, top):
     gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     gpu = [e for e in events if e.get("cat") in gpu_cats]
@@ -250,6 +273,12 @@ def summarise(events, steps, top):
         launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")]
         out["launches"] = len(launches) * per
         out["launch_host_ms"] = sum(e["dur"] for e in launches) / 1e3 * per
+        leads = host_lead(events, gpu)
+        if leads:
+            def at(q):
+                return leads[min(len(leads) - 1, int(q * len(leads)))]
+            out["host_lead_us"] = {"p10": at(0.1), "p50": at(0.5), "p90": at(0.9)}
+            out["starved_kernel_frac"] = sum(1 for x in leads if x < STARVED_US) / len(leads)
     cpu = collections.defaultdict(lambda: [0, 0.0])
     for e in events:
         if e.get("cat") == "cpu_op":
@@ -300,6 +329,11 @@ def main():
         print("top GPU kernels:")
         for k in s["top_kernels"]:
             print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['name']}")
+    if "host_lead_us" in s:
+        q = s["host_lead_us"]
+        print(f"host lead (kernel start - its launch call): p10 {q['p10']:.0f} us, p50 {q['p50']:.0f} us, "
+              f"p90 {q['p90']:.0f} us; {100 * s['starved_kernel_frac']:.1f}% of kernels started within "
+              f"{STARVED_US:.0f} us of their launch (the GPU waited for the host)")
     if s.get("top_launchers"):
         print("GPU time by launching operator (< its callers):")
         for k in s["top_launchers"]:

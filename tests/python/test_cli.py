@@ -208,8 +208,13 @@ def main():
                     evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mystery_op", "ts": ts + 45, "dur": 6,
                                 "pid": 1, "tid": 2, "args": {"External id": ext}})
                     ts += 50
+                # each kernel's launch call, 200 us ahead of it except the late one's (5 us)
+                corr = len(evs)
+                lead = 5 if name == "mystery" else 200
+                evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts - lead, "dur": 3,
+                            "pid": 1, "tid": 2, "args": {"correlation": corr}})
                 evs.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur,
-                            "args": {"External id": ext} if ext else {}})
+                            "args": dict({"External id": ext} if ext else {}, correlation=corr)})
                 ts += dur
         gpu_trace = os.path.join(tmp, "gpu.json")
         with open(gpu_trace, "w") as f:
@@ -224,8 +229,11 @@ def main():
                   and launchers.get(("copy/cast", "aten::copy_ < ToCopyBackward0")) == 0.03
                   and launchers.get(("matmul", "(no operator)")) == 0.3
                   and [(g["before"], round(g["ms"], 6)) for g in summary["idle_gaps"]] == [("aten::mystery_op", 0.05)]
-                  and [(b["name"], round(b["ms"], 6)) for b in summary["blocking_calls"]] == [("cudaStreamSynchronize", 0.04)])
-            kinds = (kinds, launchers, summary.get("idle_gaps"), summary.get("blocking_calls"))
+                  and [(b["name"], round(b["ms"], 6)) for b in summary["blocking_calls"]] == [("cudaStreamSynchronize", 0.04)]
+                  and summary["host_lead_us"] == {"p10": 5, "p50": 200, "p90": 200}
+                  and round(summary["starved_kernel_frac"], 6) == round(2 / 14, 6))
+            kinds = (kinds, launchers, summary.get("idle_gaps"), summary.get("blocking_calls"),
+                     summary.get("host_lead_us"), summary.get("starved_kernel_frac"))
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
