@@ -44,6 +44,8 @@
 #      with the prefix rounded up to multiples of 64 and 256 tokens (--prefix_multiple).
 #   ab: (a fresh machine, .prev/base = the previous commit) GPU tests; pi05 varlen (bf16 parameters)
 #      against the base on both streams, GPUs swapped; the full bench with 3 and 20 warm-up steps.
+#   ad: (a fresh machine) GPU tests; profiles of pi05 varlen and padded with the host's lead over
+#      the GPU (is the step host-bound, and where).
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -418,6 +420,30 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
     sed -n 1,12p "$out/profile_libero.txt"
     grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ad)
+    # (a fresh machine) is the step bound by the host? This build's GPU tests, then profiles of
+    # pi05 (bf16 parameters, batch 16, 4 steps) summarised with the host's lead over the GPU:
+    # libero varlen and padded on GPU 0, community varlen and libero varlen at batch 32 on GPU 1.
+    # Everything comes back in one archive (all.tgz).
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+    EMBER_TARGETS="ember model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 ||
+      { tail -n 20 "$out/build.log"; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/model_gpu_test.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/train_gpu_test.log" 2>&1 &
+    wait
+    grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
+    prof() {  # GPU STREAM ATTENTION BATCH NAME
+      CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+        --stream "$2" --attention "$3" --device cuda --batch_size "$4" --warmup 3 --steps 4 --param_dtype bf16 \
+        --profile "/tmp/ember-prof-ad/$5" >"$out/policy_$5.jsonl" 2>&1
+      python3 bench/trace_summary.py "/tmp/ember-prof-ad/$5/pi05_$2_$3.json" --steps 4 --top 30 >"$out/profile_$5.txt" 2>&1
+    }
+    (prof 0 libero varlen 16 libero_varlen; prof 0 libero padded 16 libero_padded) &
+    (prof 1 community varlen 16 community_varlen; prof 1 libero varlen 32 libero_varlen_b32) &
+    wait
+    for f in "$out"/profile_*.txt; do echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ac)
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
