@@ -46,6 +46,8 @@
 #      against the base on both streams, GPUs swapped; the full bench with 3 and 20 warm-up steps.
 #   ad: (a fresh machine) GPU tests; profiles of pi05 varlen and padded with the host's lead over
 #      the GPU (is the step host-bound, and where).
+#   ae: (after ad, nothing carried) --prefix_multiple 0/64/256/1024 after 40 warm-up steps, and a
+#      profile: does the GPU stop waiting once every matrix shape has been seen?
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -444,6 +446,26 @@ case "${1:?a|b|c|d}" in
     (prof 1 community varlen 16 community_varlen; prof 1 libero varlen 32 libero_varlen_b32) &
     wait
     for f in "$out"/profile_*.txt; do echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; done
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ae)
+    # (after ad, nothing carried) the per-shape hypothesis, as aa did not test it: with 40 warm-up
+    # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16
+    # parameters, batch 16: --prefix_multiple 0, 64, 256, 1024 with --warmup 40, libero on GPU 0
+    # and community on GPU 1; then a libero profile at 256 after 40 warm-up steps.
+    runs() {  # GPU STREAM
+      for m in 0 64 256 1024; do
+        CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream "$2" --attention varlen --device cuda --batch_size 16 --warmup 40 --steps 10 --param_dtype bf16 \
+          --prefix_multiple "$m" >"$out/policy_$2_w40_m$m.jsonl" 2>"$out/policy_$2_w40_m$m.err"
+      done
+    }
+    runs 0 libero & runs 1 community & wait
+    python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl
+    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+      --batch_size 16 --warmup 40 --steps 4 --param_dtype bf16 --prefix_multiple 256 --profile /tmp/ember-prof-ae >/dev/null 2>&1
+    python3 bench/trace_summary.py /tmp/ember-prof-ae/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero_w40_m256.txt" 2>&1
+    sed -n 1,12p "$out/profile_libero_w40_m256.txt"; grep "host lead" "$out/profile_libero_w40_m256.txt"
+    grep -A6 "idle gaps" "$out/profile_libero_w40_m256.txt" | cut -c1-160
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ac)
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
