@@ -46,7 +46,7 @@
 #      against the base on both streams, GPUs swapped; the full bench with 3 and 20 warm-up steps.
 #   ad: (a fresh machine) GPU tests; profiles of pi05 varlen and padded with the host's lead over
 #      the GPU (is the step host-bound, and where).
-#   ae: (after ad, nothing carried) --prefix_multiple 0/64/256/1024 after 40 warm-up steps, and a
+#   ae: (after ad with nothing carried, or a fresh machine with .deps and .gl) --prefix_multiple 0/64/256/1024 after 40 warm-up steps, and a
 #      profile: does the GPU stop waiting once every matrix shape has been seen?
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
@@ -448,10 +448,16 @@ case "${1:?a|b|c|d}" in
     for f in "$out"/profile_*.txt; do echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ae)
-    # (after ad, nothing carried) the per-shape hypothesis, as aa did not test it: with 40 warm-up
+    # (after ad, or alone) the per-shape hypothesis, as aa did not test it: with 40 warm-up
     # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16
     # parameters, batch 16: --prefix_multiple 0, 64, 256, 1024 with --warmup 40, libero on GPU 0
-    # and community on GPU 1; then a libero profile at 256 after 40 warm-up steps.
+    # and community on GPU 1; then a libero profile at 256 after 40 warm-up steps. On a fresh
+    # machine it builds first (carry .deps and .gl).
+    if [[ ! -x build-gpu/bin/ember ]]; then
+      for f in .gl/*.deb; do dpkg -x "$f" /; done
+      ldconfig
+      EMBER_TARGETS="ember" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    fi
     runs() {  # GPU STREAM
       for m in 0 64 256 1024; do
         CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
