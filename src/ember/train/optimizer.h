@@ -77,14 +77,14 @@ class AdamW final : public Optimizer {
 at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm, const at::Tensor& scale = {},
                           Collectives* sum_over_ranks = nullptr);
 
-// clip_grad_norm's norm and multiplier (scale x the clipping coefficient, 0-d fp32 tensors on
-// the gradients' device) without touching the gradients: Optimizer::step applies the
-// multiplier while it reads them, which saves a read and a write of every gradient.
 // The sum of the squares of the defined gradients of `params` (float 0-d tensor, on their device;
 // 0 on the CPU when there are none): ember's one-launch kernel per dtype on CUDA where built and
 // `use_kernel`, PyTorch's foreach norms otherwise.
 at::Tensor grad_squared_norm(const std::vector<at::Tensor>& params, bool use_kernel = true);
 
+// clip_grad_norm's norm and multiplier (scale x the clipping coefficient, 0-d fp32 tensors on
+// the gradients' device) without touching the gradients: Optimizer::step applies the
+// multiplier while it reads them, which saves a read and a write of every gradient.
 struct ClipAndScale {
   at::Tensor norm;        // the global norm after `scale`, before clipping
   at::Tensor multiplier;  // undefined when there is nothing to multiply (no scale, no clipping)

@@ -175,8 +175,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       filler_flops += with_filler - model::train_flops(layout, shape);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
-    // the host's time to queue the timed steps: close to the step time, the run is bound by the
-    // host (the GPU waits for launches), not by the GPU
+    // the host's time to queue the timed steps; the step time less this is how far the host had
+    // run ahead of the GPU by the end (a few ms: the GPU was waiting for the host somewhere)
     const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sync(device);
     timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
