@@ -476,6 +476,15 @@ case "${1:?a|b|c|d}" in
         --warmup 40 --steps 10 --param_dtype bf16 >"$out/policy_${stream}_w40_m0_classic_alloc.jsonl" 2>&1 &
     done
     wait
+    # cuBLAS's heuristics cache off: every product asks for its kernel again. A large slowdown
+    # says choosing a kernel for a new shape costs as much as the idle gaps
+    for g in 0 1; do
+      stream=$([[ $g == 0 ]] && echo libero || echo community)
+      CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) env CUBLASLT_HEURISTICS_CACHE_CAPACITY=0 \
+        build-gpu/bin/ember bench policy --preset pi05 --stream $stream --attention varlen --device cuda --batch_size 16 \
+        --warmup 40 --steps 10 --param_dtype bf16 >"$out/policy_${stream}_w40_m0_no_heuristics_cache.jsonl" 2>&1 &
+    done
+    wait
     python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl
     CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
       --batch_size 16 --warmup 40 --steps 4 --param_dtype bf16 --prefix_multiple 256 --profile /tmp/ember-prof-ae >/dev/null 2>&1
