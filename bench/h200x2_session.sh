@@ -451,8 +451,8 @@ case "${1:?a|b|c|d}" in
     # (after ad, or alone) the per-shape hypothesis, as aa did not test it: with 40 warm-up
     # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16
     # parameters, batch 16: --prefix_multiple 0, 64, 256, 1024 with --warmup 40, libero on GPU 0
-    # and community on GPU 1, and 0 with PyTorch's classic allocator (no expandable segments);
-    # then a libero profile at 256 after 40 warm-up steps. On a fresh
+    # and community on GPU 1; 0 with PyTorch's classic allocator (no expandable segments) and
+    # with cuBLAS's heuristics cache off; then a libero profile at 256 after 40 warm-up steps. On a fresh
     # machine it builds first (carry .deps and .gl).
     if [[ ! -x build-gpu/bin/ember ]]; then
       for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -467,24 +467,20 @@ case "${1:?a|b|c|d}" in
       done
     }
     runs 0 libero & runs 1 community & wait
-    # the caching allocator's expandable segments map memory as tensors of new sizes arrive: the
-    # classic allocator instead, no rounding
-    for g in 0 1; do
-      stream=$([[ $g == 0 ]] && echo libero || echo community)
-      CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False \
-        build-gpu/bin/ember bench policy --preset pi05 --stream $stream --attention varlen --device cuda --batch_size 16 \
-        --warmup 40 --steps 10 --param_dtype bf16 >"$out/policy_${stream}_w40_m0_classic_alloc.jsonl" 2>&1 &
-    done
-    wait
-    # cuBLAS's heuristics cache off: every product asks for its kernel again. A large slowdown
-    # says choosing a kernel for a new shape costs as much as the idle gaps
-    for g in 0 1; do
-      stream=$([[ $g == 0 ]] && echo libero || echo community)
-      CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) env CUBLASLT_HEURISTICS_CACHE_CAPACITY=0 \
-        build-gpu/bin/ember bench policy --preset pi05 --stream $stream --attention varlen --device cuda --batch_size 16 \
-        --warmup 40 --steps 10 --param_dtype bf16 >"$out/policy_${stream}_w40_m0_no_heuristics_cache.jsonl" 2>&1 &
-    done
-    wait
+    variant() {  # ENV=VALUE NAME: no rounding, both streams, one per GPU, under that environment
+      for g in 0 1; do
+        stream=$([[ $g == 0 ]] && echo libero || echo community)
+        CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) env "$1" build-gpu/bin/ember bench policy \
+          --preset pi05 --stream $stream --attention varlen --device cuda --batch_size 16 --warmup 40 --steps 10 \
+          --param_dtype bf16 >"$out/policy_${stream}_w40_m0_$2.jsonl" 2>&1 &
+      done
+      wait
+    }
+    # the caching allocator's expandable segments map memory as tensors of new sizes arrive
+    variant PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False classic_alloc
+    # every product asks cuBLAS for its kernel again: a large slowdown says choosing a kernel
+    # for a new shape costs as much as the idle gaps
+    variant CUBLASLT_HEURISTICS_CACHE_CAPACITY=0 no_heuristics_cache
     python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl
     CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
       --batch_size 16 --warmup 40 --steps 4 --param_dtype bf16 --prefix_multiple 256 --profile /tmp/ember-prof-ae >/dev/null 2>&1
