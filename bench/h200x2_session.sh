@@ -84,6 +84,20 @@ build_both_and_test() {
   wait
   grep -h "OK \]\|FAILED\|Failure\|PASSED\|Expected\|Which is" "$out"/gpu_tests*.log | head -30
 }
+# this tree only (build-gpu), with the given targets
+build_this() {
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  EMBER_TARGETS="$1" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; return 1; }
+}
+# this tree with the GPU test programs, then its GPU tests (one program per GPU)
+build_this_and_test() {
+  build_this "ember model_policy_gpu_test train_gpu_test" || return 1
+  CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/model_gpu_test.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/train_gpu_test.log" 2>&1 &
+  wait
+  grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
+}
 case "${1:?a|b|c|d}" in
   a)
     build_both || exit 1
@@ -428,14 +442,7 @@ case "${1:?a|b|c|d}" in
     # pi05 (bf16 parameters, batch 16, 4 steps) summarised with the host's lead over the GPU:
     # libero varlen and padded on GPU 0, community varlen and libero varlen at batch 32 on GPU 1.
     # Everything comes back in one archive (all.tgz).
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-    EMBER_TARGETS="ember model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 ||
-      { tail -n 20 "$out/build.log"; exit 1; }
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/model_gpu_test.log" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/train_gpu_test.log" 2>&1 &
-    wait
-    grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
+    build_this_and_test || exit 1
     prof() {  # GPU STREAM ATTENTION BATCH NAME
       CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
         --stream "$2" --attention "$3" --device cuda --batch_size "$4" --warmup 3 --steps 4 --param_dtype bf16 \
@@ -454,11 +461,7 @@ case "${1:?a|b|c|d}" in
     # and community on GPU 1; 0 with PyTorch's classic allocator (no expandable segments) and
     # with cuBLAS's heuristics cache off; then a libero profile at 256 after 40 warm-up steps. On a fresh
     # machine it builds first (carry .deps and .gl).
-    if [[ ! -x build-gpu/bin/ember ]]; then
-      for f in .gl/*.deb; do dpkg -x "$f" /; done
-      ldconfig
-      EMBER_TARGETS="ember" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
-    fi
+    [[ -x build-gpu/bin/ember ]] || build_this ember || exit 1
     runs() {  # GPU STREAM
       for m in 0 64 256 1024; do
         CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
@@ -492,9 +495,7 @@ case "${1:?a|b|c|d}" in
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
     # libero (GPU 0) and community (GPU 1) at batch 16, then at batch 32; the host's time to queue
     # a step beside the step time. Everything comes back in one archive (all.tgz).
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-    EMBER_TARGETS="ember" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    build_this ember || exit 1
     for b in 16 32; do
       for g in 0 1; do
         stream=$([[ $g == 0 ]] && echo libero || echo community)
@@ -536,14 +537,7 @@ case "${1:?a|b|c|d}" in
     # shapes? pi05 varlen with bf16 parameters, GPU 0 libero, GPU 1 community: the usual 3
     # warm-up steps, then 40 (shapes seen before), then the prefix rounded up to multiples of 64
     # and of 256 tokens (--prefix_multiple: a few shapes only); then a libero profile at 64.
-    for f in .gl/*.deb; do dpkg -x "$f" /; done
-    ldconfig
-    EMBER_TARGETS="ember model_policy_gpu_test train_gpu_test" bash bench/gpu_policy.sh build >"$out/build.log" 2>&1 ||
-      { tail -n 20 "$out/build.log"; exit 1; }
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/model_policy_gpu_test >"$out/model_gpu_test.log" 2>&1 &
-    CUDA_VISIBLE_DEVICES=1 build-gpu/bin/train_gpu_test >"$out/train_gpu_test.log" 2>&1 &
-    wait
-    grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
+    build_this_and_test || exit 1
     runs() {  # GPU STREAM
       for cfg in "3 0" "40 0" "3 64" "3 256"; do
         set -- "$1" "$2" $cfg
