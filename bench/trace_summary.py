@@ -14,8 +14,10 @@ Prints, per step when --steps is given (the timed steps the trace holds):
     "External id"): the launching operator and its nearest callers that are not casts, copies
     or views, e.g. "aten::copy_ < ToCopyBackward0" (the backward of a cast);
   - the GPU's idle gaps (10 us or more), by the operator that launched the work that ended each
-    (the host was late with it), and host calls that can wait for the GPU (synchronisations,
-    cudaFree, synchronous copies) with their time;
+    (the host was late with it); how long those launching operators had run on the host before
+    their launch calls, and the CUDA runtime calls they made in that time (what made them late);
+    and host calls that can wait for the GPU (synchronisations, cudaFree, synchronous copies)
+    with their time;
   - kernel launches (cudaLaunchKernel and friends) and their host time;
   - the host's lead: how long after its launch call each kernel started (percentiles), and the
     share of kernels that started within 50 us of it (the GPU was waiting for the host);
@@ -25,6 +27,7 @@ Prints, per step when --steps is given (the timed steps the trace holds):
 Standard library only.
 """
 import argparse
+import bisect
 import collections
 import json
 import sys
@@ -184,12 +187,14 @@ def idle_gaps(events, gpu, min_us=10.0):
     path_of = launcher_paths(events)
     spans = sorted(gpu, key=lambda e: e["ts"])
     gaps = collections.defaultdict(lambda: [0, 0.0])
+    enders = []  # the kernels that ended a gap
     end = None
     for k in spans:
         if end is not None and k["ts"] - end >= min_us:
             entry = gaps[path_of(k)]
             entry[0] += 1
             entry[1] += k["ts"] - end
+            enders.append(k)
         end = k["ts"] + k["dur"] if end is None else max(end, k["ts"] + k["dur"])
     blocking = collections.defaultdict(lambda: [0, 0.0])
     for e in events:
@@ -198,7 +203,43 @@ def idle_gaps(events, gpu, min_us=10.0):
             entry = blocking[name]
             entry[0] += 1
             entry[1] += e["dur"]
-    return gaps, blocking
+    return gaps, blocking, enders
+
+
+def late_launch_work(events, enders):
+    """For each kernel that ended an idle gap: how long its launching operator had been running
+    on the host before the launch call (the operator's own host work made the launch late), and
+    the CUDA runtime calls it made in that time, by name."""
+    ops_by_id = {}
+    for e in events:
+        ext = (e.get("args") or {}).get("External id")
+        if e.get("cat") == "cpu_op" and ext is not None:
+            ops_by_id.setdefault(ext, e)
+    runtime = sorted((e for e in events if e.get("cat") == "cuda_runtime"), key=lambda e: e["ts"])
+    by_tid = collections.defaultdict(list)  # each thread's runtime calls, by start time
+    for e in runtime:
+        by_tid[e.get("tid")].append(e)
+    starts = {tid: [e["ts"] for e in calls_of] for tid, calls_of in by_tid.items()}
+    launch_by_corr = {}
+    for e in runtime:
+        corr = (e.get("args") or {}).get("correlation")
+        if corr is not None and "Launch" in e.get("name", ""):
+            launch_by_corr[corr] = e
+    before_launch, calls = 0.0, collections.defaultdict(lambda: [0, 0.0])
+    for k in enders:
+        args = k.get("args") or {}
+        op, launch = ops_by_id.get(args.get("External id")), launch_by_corr.get(args.get("correlation"))
+        if op is None or launch is None or launch["ts"] < op["ts"]:
+            continue
+        before_launch += launch["ts"] - op["ts"]
+        tid = launch.get("tid")
+        first = bisect.bisect_left(starts[tid], op["ts"])
+        last = bisect.bisect_left(starts[tid], launch["ts"])
+        for e in by_tid[tid][first:last]:
+            entry = calls[e.get("name", "?")]
+            entry[0] += 1
+            entry[1] += e["dur"]
+    return before_launch, calls
 
 
 def host_lead(events, gpu):
@@ -260,7 +301,13 @@ def summarise(events, steps, top):
             {"kind": kind, "launcher": path[:160], "calls": c * per, "ms": d / 1e3 * per}
             for (kind, path), (c, d) in sorted(launchers.items(), key=lambda kv: -kv[1][1])[:top]
         ]
-        gaps, blocking = idle_gaps(events, gpu)
+        gaps, blocking, enders = idle_gaps(events, gpu)
+        before_launch, calls = late_launch_work(events, enders)
+        out["late_ops_before_launch_ms"] = before_launch / 1e3 * per
+        out["late_ops_runtime_calls"] = [
+            {"name": name, "calls": c * per, "ms": d / 1e3 * per}
+            for name, (c, d) in sorted(calls.items(), key=lambda kv: -kv[1][1])[:top]
+        ]
         out["idle_gaps_ms"] = sum(d for _, d in gaps.values()) / 1e3 * per
         out["idle_gaps"] = [
             {"before": path[:160], "gaps": c * per, "ms": d / 1e3 * per}
@@ -343,6 +390,10 @@ def main():
               "the work ending them (the host was late with it):")
         for g in s["idle_gaps"]:
             print(f"  {g['ms']:9.3f} ms {g['gaps']:8.1f}x  {g['before']}")
+        print(f"  the launching operators had run {s['late_ops_before_launch_ms']:.2f} ms{unit} on the host before "
+              "those launches; their CUDA runtime calls in that time:")
+        for c in s["late_ops_runtime_calls"] or [{"name": "(none)", "calls": 0, "ms": 0}]:
+            print(f"  {c['ms']:9.3f} ms {c['calls']:8.1f}x  {c['name']}")
         print("host calls that can wait for the GPU (synchronisations, cudaFree, synchronous copies):")
         for b in s["blocking_calls"] or [{"name": "(none)", "calls": 0, "ms": 0}]:
             print(f"  {b['ms']:9.3f} ms {b['calls']:8.1f}x  {b['name']}")

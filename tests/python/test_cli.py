@@ -205,8 +205,11 @@ def main():
                     ext = 2000 + step
                     evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": ts, "dur": 40,
                                 "pid": 1, "tid": 2})
-                    evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mystery_op", "ts": ts + 45, "dur": 6,
+                    # the operator runs 4 us before its launch, 2 of them in a runtime call
+                    evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mystery_op", "ts": ts + 41, "dur": 6,
                                 "pid": 1, "tid": 2, "args": {"External id": ext}})
+                    evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaFuncGetAttributes", "ts": ts + 42,
+                                "dur": 2, "pid": 1, "tid": 2})
                     ts += 50
                 # each kernel's launch call, 200 us ahead of it except the late one's (5 us)
                 corr = len(evs)
@@ -231,9 +234,13 @@ def main():
                   and [(g["before"], round(g["ms"], 6)) for g in summary["idle_gaps"]] == [("aten::mystery_op", 0.05)]
                   and [(b["name"], round(b["ms"], 6)) for b in summary["blocking_calls"]] == [("cudaStreamSynchronize", 0.04)]
                   and summary["host_lead_us"] == {"p10": 5, "p50": 200, "p90": 200}
+                  and round(summary["late_ops_before_launch_ms"], 6) == 0.004
+                  and [(c["name"], c["calls"], round(c["ms"], 6)) for c in summary["late_ops_runtime_calls"]]
+                  == [("cudaFuncGetAttributes", 1.0, 0.002)]
                   and round(summary["starved_kernel_frac"], 6) == round(2 / 14, 6))
             kinds = (kinds, launchers, summary.get("idle_gaps"), summary.get("blocking_calls"),
-                     summary.get("host_lead_us"), summary.get("starved_kernel_frac"))
+                     summary.get("host_lead_us"), summary.get("starved_kernel_frac"),
+                     summary.get("late_ops_before_launch_ms"), summary.get("late_ops_runtime_calls"))
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
