@@ -452,7 +452,9 @@ case "${1:?a|b|c|d}" in
     (prof 0 libero varlen 16 libero_varlen; prof 0 libero padded 16 libero_padded) &
     (prof 1 community varlen 16 community_varlen; prof 1 libero varlen 32 libero_varlen_b32) &
     wait
-    for f in "$out"/profile_*.txt; do echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; done
+    for f in "$out"/profile_*.txt; do
+      echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
+    done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ae)
     # (after ad, or alone) the per-shape hypothesis, as aa did not test it: with 40 warm-up
@@ -490,6 +492,7 @@ case "${1:?a|b|c|d}" in
     python3 bench/trace_summary.py /tmp/ember-prof-ae/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero_w40_m256.txt" 2>&1
     sed -n 1,12p "$out/profile_libero_w40_m256.txt"; grep "host lead" "$out/profile_libero_w40_m256.txt"
     grep -A6 "idle gaps" "$out/profile_libero_w40_m256.txt" | cut -c1-160
+    grep -A6 "launching operators had run" "$out/profile_libero_w40_m256.txt" | cut -c1-160
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ac)
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
