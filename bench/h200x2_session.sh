@@ -461,7 +461,8 @@ case "${1:?a|b|c|d}" in
     # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16
     # parameters, batch 16: --prefix_multiple 0, 64, 256, 1024 with --warmup 40, libero on GPU 0
     # and community on GPU 1; 0 with PyTorch's classic allocator (no expandable segments) and
-    # with cuBLAS's heuristics cache off; then a libero profile at 256 after 40 warm-up steps. On a fresh
+    # with cuBLAS's heuristics cache off; then libero profiles at 256 (GPU 0) and 0 (GPU 1) after
+    # 40 warm-up steps, with what the late launching operators did on the host. On a fresh
     # machine it builds first (carry .deps and .gl).
     [[ -x build-gpu/bin/ember ]] || build_this ember || exit 1
     runs() {  # GPU STREAM
@@ -487,12 +488,20 @@ case "${1:?a|b|c|d}" in
     # for a new shape costs as much as the idle gaps
     variant CUBLASLT_HEURISTICS_CACHE_CAPACITY=0 no_heuristics_cache
     python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
-      --batch_size 16 --warmup 40 --steps 4 --param_dtype bf16 --prefix_multiple 256 --profile /tmp/ember-prof-ae >/dev/null 2>&1
-    python3 bench/trace_summary.py /tmp/ember-prof-ae/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero_w40_m256.txt" 2>&1
-    sed -n 1,12p "$out/profile_libero_w40_m256.txt"; grep "host lead" "$out/profile_libero_w40_m256.txt"
-    grep -A6 "idle gaps" "$out/profile_libero_w40_m256.txt" | cut -c1-160
-    grep -A6 "launching operators had run" "$out/profile_libero_w40_m256.txt" | cut -c1-160
+    for m in 256 0; do  # GPU 0, GPU 1
+      g=$([[ $m == 0 ]] && echo 1 || echo 0)
+      CUDA_VISIBLE_DEVICES=$g build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+        --batch_size 16 --warmup 40 --steps 4 --param_dtype bf16 --prefix_multiple $m --profile /tmp/ember-prof-ae-$m \
+        >/dev/null 2>&1 &
+    done
+    wait
+    for m in 256 0; do
+      f="$out/profile_libero_w40_m$m.txt"
+      python3 bench/trace_summary.py /tmp/ember-prof-ae-$m/pi05_libero_varlen.json --steps 4 --top 30 >"$f" 2>&1
+      echo "== $f"; sed -n 1,12p "$f"; grep "host lead" "$f"
+      grep -A6 "idle gaps" "$f" | cut -c1-160
+      grep -A6 "launching operators had run" "$f" | cut -c1-160
+    done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ac)
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
