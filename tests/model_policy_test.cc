@@ -241,6 +241,19 @@ TEST(Collate, ImagesCopiedOnAPoolEqualSerialCopies) {
   EXPECT_FALSE(row[p].item<bool>());
 }
 
+// Two collations of the same samples have one shape key; a batch with a longer prompt, or
+// with its prefix rounded up (filler), has another.
+TEST(PolicyInputs, ShapeKeyFollowsTheTensorSizes) {
+  auto shape = tiny();
+  auto samples = make_samples(shape, 4, 3);
+  auto key = collate(ptrs(samples), shape, AttentionBackend::kVarlen).shape_key();
+  EXPECT_EQ(collate(ptrs(samples), shape, AttentionBackend::kVarlen).shape_key(), key);
+  EXPECT_NE(collate(ptrs(samples), shape, AttentionBackend::kVarlen, {.prefix_multiple = 1000}).shape_key(), key);
+  samples[0].prompt.push_back(1);
+  EXPECT_NE(collate(ptrs(samples), shape, AttentionBackend::kVarlen).shape_key(), key);
+  EXPECT_NE(collate(ptrs(samples), shape, AttentionBackend::kPadded).shape_key(), key);
+}
+
 TEST(Pi05Policy, PaddedSlotsDoNotLeakIntoRealTokens) {
   // the same samples, padded in a batch with a long-prompt, three-camera sample or alone
   auto shape = tiny();

@@ -244,6 +244,16 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
+        # --warm_shapes: one untimed step per distinct batch shape among the timed ones (the tiny
+        # libero stream's 3 timed batches differ in prompt lengths: at least 2 shapes)
+        rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                           "--warmup", "0", "--steps", "3", "--batch_size", "2", "--warm_shapes")
+        try:
+            j = json.loads(out.strip().splitlines()[-1])
+            ok = rc == 0 and 2 <= j["warm_shape_steps"] <= 3 and j["samples_per_s"] > 0
+        except Exception as e:  # noqa: BLE001
+            ok, out = False, f"{e}: {out} {err}"
+        check("bench policy --warm_shapes", ok, out)
         # filler up to a multiple of 64 prefix tokens: counted in the hardware FLOPs, not in MFU
         rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
                            "--warmup", "0", "--steps", "1", "--batch_size", "2", "--prefix_multiple", "64")

@@ -222,6 +222,18 @@ PolicyInputs PolicyInputs::to(const at::Device& device) const {
   return out;
 }
 
+std::string PolicyInputs::shape_key() const {
+  std::string key;
+  for (const at::Tensor* t : {&images, &text_ids, &prefix_gather, &prefix_positions, &suffix_positions, &actions,
+                              &action_mask, &plan.cu_prefix, &plan.cu_suffix, &plan.cu_joint, &plan.joint_index,
+                              &plan.valid}) {
+    if (t->defined())
+      for (int64_t d : t->sizes()) key += std::to_string(d) + ",";
+    key += ";";
+  }
+  return key;
+}
+
 PolicyInputs PolicyInputs::pin_memory() const {
   PolicyInputs out = *this;
   for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,

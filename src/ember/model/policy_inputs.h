@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ember/core/thread_pool.h"
@@ -48,6 +49,9 @@ struct PolicyInputs {
   std::vector<int64_t> real_prefix_lens;  // [n] real prefix tokens per sample
 
   int64_t prefix_rows() const { return prefix_gather.size(0); }
+  // The sizes of every tensor, as text: two batches with the same key run the same matrix
+  // shapes and allocations (their values may differ).
+  std::string shape_key() const;
   PolicyInputs to(const at::Device& device) const;  // non_blocking copies
   PolicyInputs pin_memory() const;
 };

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+#include <string>
 
 #include "ember/core/error.h"
 #include "ember/core/thread_pool.h"
@@ -132,25 +134,14 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     // The timed steps run back to back, as in training: the host queues each step while the GPU
     // runs the one before. Only --phases synchronises inside a step (to time its parts).
     at::Tensor last_loss_t;
-    auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < hosts.size(); ++i) {
-      if (int(i) == o.warmup) {
-        sync(device);
-        if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
-                                                      model::attention_backend_name(backend) + ".json")).string();
-          start_profiler(device.is_cuda());
-        }
-        t0 = std::chrono::steady_clock::now();
-      }
-      const auto& host = hosts[i];
+    auto run_step = [&](const model::PolicyInputs& host, bool timed) {
       if (o.phases) sync(device);
       auto since = std::chrono::steady_clock::now();
       auto mark = [&](double& acc) {
         if (!o.phases) return;
         sync(device);
         auto now = std::chrono::steady_clock::now();
-        if (int(i) >= o.warmup) acc += std::chrono::duration<double>(now - since).count();
+        if (timed) acc += std::chrono::duration<double>(now - since).count();
         since = now;
       };
       auto in = host.to(device);
@@ -165,6 +156,30 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       opt.step(1e-5, clip_and_scale(plist, 1.0).multiplier);
       last_loss_t = out.loss.detach();
       mark(phase_optimizer);
+    };
+    std::set<std::string> warm_keys;  // the shapes the untimed steps ran (--warm_shapes)
+    int warm_shape_steps = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (int(i) == o.warmup) {
+        // --warm_shapes: an untimed step on each timed batch whose shapes no step has run yet
+        if (o.warm_shapes)
+          for (size_t j = i; j < hosts.size(); ++j)
+            if (warm_keys.insert(hosts[j].shape_key()).second) {
+              run_step(hosts[j], false);
+              ++warm_shape_steps;
+            }
+        sync(device);
+        if (!o.profile.empty()) {
+          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
+                                                      model::attention_backend_name(backend) + ".json")).string();
+          start_profiler(device.is_cuda());
+        }
+        t0 = std::chrono::steady_clock::now();
+      }
+      const auto& host = hosts[i];
+      if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(host.shape_key());
+      run_step(host, int(i) >= o.warmup);
       if (int(i) < o.warmup) continue;
       samples += host.samples;
       real_flops += model::train_flops(model::real_work(host, shape), shape);
@@ -197,6 +212,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["tokens_per_s"] = real_tokens / timed_s;
     j["step_time_s"] = timed_s / o.steps;
     j["host_queue_time_s"] = queued_s / o.steps;
+    if (o.warm_shapes) j["warm_shape_steps"] = warm_shape_steps;
     j["model_tflops_per_sample"] = real_flops / samples / 1e12;
     j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
     if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {

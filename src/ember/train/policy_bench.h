@@ -30,6 +30,10 @@ struct PolicyBenchOptions {
   // FLOP utilisation counts the filler, and the FLOP ratio compares against the packed layout
   // without it.
   int64_t prefix_multiple = 0;
+  // before timing, one untimed step on each timed batch whose tensor sizes (PolicyInputs::
+  // shape_key) no earlier step had: the timed steps then run as in a long training run, where
+  // every shape has been seen (and whatever is chosen or allocated per shape is cached)
+  bool warm_shapes = false;
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
