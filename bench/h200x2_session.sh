@@ -460,7 +460,8 @@ case "${1:?a|b|c|d}" in
     # (after ad, or alone) the per-shape hypothesis, as aa did not test it: with 40 warm-up
     # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16
     # parameters, batch 16: --prefix_multiple 0, 64, 256, 1024 with --warmup 40, libero on GPU 0
-    # and community on GPU 1; 0 with PyTorch's classic allocator (no expandable segments) and
+    # and community on GPU 1; 3 warm-up steps plus --warm_shapes (every timed batch's shapes
+    # once), varlen and the full bench; 0 with PyTorch's classic allocator (no expandable segments) and
     # with cuBLAS's heuristics cache off; then libero profiles at 256 (GPU 0) and 0 (GPU 1) after
     # 40 warm-up steps, with what the late launching operators did on the host. On a fresh
     # machine it builds first (carry .deps and .gl).
@@ -473,6 +474,18 @@ case "${1:?a|b|c|d}" in
       done
     }
     runs 0 libero & runs 1 community & wait
+    # every timed batch's shapes run once before timing (no rounding): varlen alone, then the
+    # full bench (varlen and padded: the ratio)
+    for g in 0 1; do
+      stream=$([[ $g == 0 ]] && echo libero || echo community)
+      ( CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream $stream --attention varlen --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype bf16 \
+          --warm_shapes >"$out/policy_${stream}_w3_m0_warm_shapes.jsonl" 2>&1
+        CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream $stream --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype bf16 \
+          --warm_shapes >"$out/policy_full_${stream}_warm_shapes.jsonl" 2>&1 ) &
+    done
+    wait
     variant() {  # ENV=VALUE NAME: no rounding, both streams, one per GPU, under that environment
       for g in 0 1; do
         stream=$([[ $g == 0 ]] && echo libero || echo community)
@@ -487,7 +500,7 @@ case "${1:?a|b|c|d}" in
     # every product asks cuBLAS for its kernel again: a large slowdown says choosing a kernel
     # for a new shape costs as much as the idle gaps
     variant CUBLASLT_HEURISTICS_CACHE_CAPACITY=0 no_heuristics_cache
-    python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl
+    python3 bench/policy_summary.py "$out"/policy_*_w40_*.jsonl "$out"/policy_*warm_shapes.jsonl
     for m in 256 0; do  # GPU 0, GPU 1
       g=$([[ $m == 0 ]] && echo 1 || echo 0)
       CUDA_VISIBLE_DEVICES=$g build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
