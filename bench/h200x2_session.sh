@@ -98,6 +98,14 @@ build_this_and_test() {
   wait
   grep -h "OK \]\|FAILED\|PASSED" "$out"/*_gpu_test.log
 }
+# a profile of pi05 varlen on libero (bf16 parameters, batch 16, 4 steps, GPU 0) into DIR,
+# summarised to $out/profile_libero.txt
+profile_libero() {
+  CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
+    --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile "$1" >/dev/null 2>&1
+  python3 bench/trace_summary.py "$1/pi05_libero_varlen.json" --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
+  sed -n 1,12p "$out/profile_libero.txt"
+}
 case "${1:?a|b|c|d}" in
   a)
     build_both || exit 1
@@ -431,10 +439,7 @@ case "${1:?a|b|c|d}" in
       one build-gpu 0 libero "" $dtype full_libero_$dtype & one build-gpu 1 community "" $dtype full_community_$dtype & wait
     done
     python3 bench/policy_summary.py "$out"/policy_full_*.jsonl
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
-      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-z >/dev/null 2>&1
-    python3 bench/trace_summary.py /tmp/ember-prof-z/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
-    sed -n 1,12p "$out/profile_libero.txt"
+    profile_libero /tmp/ember-prof-z
     grep -A8 "idle gaps" "$out/profile_libero.txt" | cut -c1-180
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ad)
@@ -552,10 +557,7 @@ case "${1:?a|b|c|d}" in
       one build-gpu 0 libero "" $w full_libero_w$w & one build-gpu 1 community "" $w full_community_w$w & wait
     done
     python3 bench/policy_summary.py "$out"/policy_full_*.jsonl
-    CUDA_VISIBLE_DEVICES=0 build-gpu/bin/ember bench policy --preset pi05 --stream libero --attention varlen --device cuda \
-      --batch_size 16 --warmup 3 --steps 4 --param_dtype bf16 --profile /tmp/ember-prof-ab >/dev/null 2>&1
-    python3 bench/trace_summary.py /tmp/ember-prof-ab/pi05_libero_varlen.json --steps 4 --top 30 >"$out/profile_libero.txt" 2>&1
-    sed -n 1,12p "$out/profile_libero.txt"
+    profile_libero /tmp/ember-prof-ab
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   aa)
     # (a fresh machine) is the host's time per matrix product cuBLAS choosing kernels for new
