@@ -48,6 +48,8 @@
 #      the GPU (is the step host-bound, and where).
 #   ae: (after ad with nothing carried, or a fresh machine with .deps and .gl) --prefix_multiple 0/64/256/1024 after 40 warm-up steps, and a
 #      profile: does the GPU stop waiting once every matrix shape has been seen?
+#   af: (a fresh machine) ad's profiles without the GPU tests, returned as they finish, with the
+#      host's lead over the GPU by tenth of the step.
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -461,6 +463,26 @@ case "${1:?a|b|c|d}" in
       echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
     done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  af)
+    # (a fresh machine, .deps and .gl carried) ad's profiles without its GPU tests, each summary
+    # archived as soon as it is written (all.tgz, so a run cut short still returns them): libero
+    # varlen then community varlen on GPU 0, libero padded then libero varlen at batch 32 on GPU 1.
+    # Where in the step does the host fall behind (host lead by tenth of the step)?
+    [[ -x build-gpu/bin/ember ]] || build_this ember || exit 1
+    work=/tmp/ember-af && mkdir -p $work
+    prof() {  # GPU STREAM ATTENTION BATCH NAME
+      CUDA_VISIBLE_DEVICES=$1 taskset -c $(($1 * 16))-$(($1 * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+        --stream "$2" --attention "$3" --device cuda --batch_size "$4" --warmup 3 --steps 4 --param_dtype bf16 \
+        --profile "/tmp/ember-prof-af/$5" >"$work/policy_$5.jsonl" 2>&1
+      python3 bench/trace_summary.py "/tmp/ember-prof-af/$5/pi05_$2_$3.json" --steps 4 --top 30 >"$work/profile_$5.txt" 2>&1
+      flock $work/.lock tar -czf "$out/all.tgz" -C $work --exclude .lock .
+    }
+    (prof 0 libero varlen 16 libero_varlen; prof 0 community varlen 16 community_varlen) &
+    (prof 1 libero padded 16 libero_padded; prof 1 libero varlen 32 libero_varlen_b32) &
+    wait
+    for f in $work/profile_*.txt; do
+      echo "== $f"; sed -n 1,2p "$f"; grep -A11 "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
+    done ;;
   ae)
     # (after ad, or alone) the per-shape hypothesis, as aa did not test it: with 40 warm-up
     # steps every prefix bucket has been seen before the timed steps. pi05 varlen, bf16

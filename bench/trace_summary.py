@@ -215,7 +215,7 @@ def late_launch_work(events, enders):
         ext = (e.get("args") or {}).get("External id")
         if e.get("cat") == "cpu_op" and ext is not None:
             ops_by_id.setdefault(ext, e)
-    runtime = sorted((e for e in events if e.get("cat") == "cuda_runtime"), key=lambda e: e["ts"])
+    runtime = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: e["ts"])
     by_tid = collections.defaultdict(list)  # each thread's runtime calls, by start time
     for e in runtime:
         by_tid[e.get("tid")].append(e)
@@ -223,7 +223,7 @@ def late_launch_work(events, enders):
     launch_by_corr = {}
     for e in runtime:
         corr = (e.get("args") or {}).get("correlation")
-        if corr is not None and "Launch" in e.get("name", ""):
+        if corr is not None and is_launch(e):
             launch_by_corr[corr] = e
     before_launch, calls = 0.0, collections.defaultdict(lambda: [0, 0.0])
     for k in enders:
@@ -242,21 +242,44 @@ def late_launch_work(events, enders):
     return before_launch, calls
 
 
+def is_launch(e):
+    """A kernel launch call, through the runtime (cudaLaunchKernel...) or the driver
+    (cuLaunchKernelEx, as cuBLASLt launches its kernels)."""
+    return e.get("cat") in ("cuda_runtime", "cuda_driver") and "Launch" in e.get("name", "")
+
+
 def host_lead(events, gpu):
-    """For each kernel linked to its launch call (the trace's "correlation" ids), how long after
-    the call began the kernel started, in us: a lead of a few us means the GPU was waiting for
-    that launch (the host is what bounds the step there); milliseconds mean the host was ahead."""
+    """For each kernel linked to its launch call (the trace's "correlation" ids), (kernel start,
+    how long after the call began the kernel started) in us: a lead of a few us means the GPU was
+    waiting for that launch (the host is what bounds the step there); milliseconds mean the host
+    was ahead. Sorted by kernel start."""
     launch_ts = {}
     for e in events:
         corr = (e.get("args") or {}).get("correlation")
-        if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "") and corr is not None:
+        if is_launch(e) and corr is not None:
             launch_ts[corr] = e["ts"]
     leads = []
     for k in gpu:
         corr = (k.get("args") or {}).get("correlation")
         if k.get("cat") == "kernel" and corr in launch_ts:
-            leads.append(k["ts"] - launch_ts[corr])
+            leads.append((k["ts"], k["ts"] - launch_ts[corr]))
     return sorted(leads)
+
+
+def by_tenth(leads, g0, g1, steps):
+    """Where in the step the host falls behind: the kernels split by the tenth of the step they
+    start in (the GPU span cut into `steps` equal steps), with each tenth's median lead and its
+    share of kernels that started within STARVED_US of their launch."""
+    step_us = (g1 - g0) / max(steps, 1)
+    tenths = [[] for _ in range(10)]
+    for ts, lead in leads:
+        tenths[min(9, int(((ts - g0) % step_us) / step_us * 10))].append(lead)
+    out = []
+    for i, xs in enumerate(tenths):
+        xs.sort()
+        out.append({"tenth": i, "kernels": len(xs), "p50_us": xs[len(xs) // 2] if xs else None,
+                    "starved_frac": sum(1 for x in xs if x < STARVED_US) / len(xs) if xs else None})
+    return out
 
 
 # a kernel starting within this many us of its launch call found the GPU waiting for it
@@ -317,11 +340,13 @@ def summarise(events, steps, top):
             {"name": name, "calls": c * per, "ms": d / 1e3 * per}
             for name, (c, d) in sorted(blocking.items(), key=lambda kv: -kv[1][1])
         ]
-        launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e.get("name", "")]
+        launches = [e for e in events if is_launch(e)]
         out["launches"] = len(launches) * per
         out["launch_host_ms"] = sum(e["dur"] for e in launches) / 1e3 * per
-        leads = host_lead(events, gpu)
+        timed = host_lead(events, gpu)
+        leads = sorted(lead for _, lead in timed)
         if leads:
+            out["host_lead_by_tenth"] = by_tenth(timed, g0, g1, steps)
             def at(q):
                 return leads[min(len(leads) - 1, int(q * len(leads)))]
             out["host_lead_us"] = {"p10": at(0.1), "p50": at(0.5), "p90": at(0.9)}
@@ -381,6 +406,11 @@ def main():
         print(f"host lead (kernel start - its launch call): p10 {q['p10']:.0f} us, p50 {q['p50']:.0f} us, "
               f"p90 {q['p90']:.0f} us; {100 * s['starved_kernel_frac']:.1f}% of kernels started within "
               f"{STARVED_US:.0f} us of their launch (the GPU waited for the host)")
+        print("  by tenth of the step (median lead, share of kernels started within that time):")
+        for t in s["host_lead_by_tenth"]:
+            if t["kernels"]:
+                print(f"    {t['tenth']}: {t['kernels'] * (1.0 / s['steps'] if s.get('steps') else 1.0):7.1f} kernels, "
+                      f"p50 {t['p50_us']:8.0f} us, {100 * t['starved_frac']:5.1f}% starved")
     if s.get("top_launchers"):
         print("GPU time by launching operator (< its callers):")
         for k in s["top_launchers"]:

@@ -237,7 +237,10 @@ def main():
                   and round(summary["late_ops_before_launch_ms"], 6) == 0.004
                   and [(c["name"], c["calls"], round(c["ms"], 6)) for c in summary["late_ops_runtime_calls"]]
                   == [("cudaFuncGetAttributes", 1.0, 0.002)]
-                  and round(summary["starved_kernel_frac"], 6) == round(2 / 14, 6))
+                  and round(summary["starved_kernel_frac"], 6) == round(2 / 14, 6)
+                  and sum(t["kernels"] for t in summary["host_lead_by_tenth"]) == 14
+                  and sum(t["starved_frac"] * t["kernels"] for t in summary["host_lead_by_tenth"]
+                          if t["kernels"]) == 2)
             kinds = (kinds, launchers, summary.get("idle_gaps"), summary.get("blocking_calls"),
                      summary.get("host_lead_us"), summary.get("starved_kernel_frac"),
                      summary.get("late_ops_before_launch_ms"), summary.get("late_ops_runtime_calls"))
