@@ -50,6 +50,7 @@
 #      profile: does the GPU stop waiting once every matrix shape has been seen?
 #   af: (a fresh machine) ad's profiles without the GPU tests, returned as they finish, with the
 #      host's lead over the GPU by tenth of the step.
+#   ag: (.deps and .gl carried) libero varlen and padded profiles with matrix-product shapes.
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -463,6 +464,23 @@ case "${1:?a|b|c|d}" in
       echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
     done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ag)
+    # (.deps and .gl carried) which matrix products run slow: pi05 profiles with the operators'
+    # input sizes (--profile_shapes), libero varlen on GPU 0 and libero padded on GPU 1 (bf16
+    # parameters, batch 16), summarised by M x K x N with TFLOP/s; returned in all.tgz
+    build_this ember || exit 1
+    work=/tmp/ember-ag && mkdir -p $work
+    for g in 0 1; do
+      a=$([[ $g == 0 ]] && echo varlen || echo padded)
+      ( CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream libero --attention $a --device cuda --batch_size 16 --warmup 3 --steps 2 --param_dtype bf16 \
+          --profile /tmp/ember-prof-ag --profile_shapes >"$work/policy_libero_$a.jsonl" 2>&1
+        python3 bench/trace_summary.py /tmp/ember-prof-ag/pi05_libero_$a.json --steps 2 --top 60 \
+          >"$work/profile_libero_$a.txt" 2>&1 ) &
+    done
+    wait
+    tar -czf "$out/all.tgz" -C $work .
+    for f in $work/profile_*.txt; do echo "== $f"; sed -n 1,2p "$f"; grep -A25 "matrix products by shape" "$f" | cut -c1-200; done ;;
   af)
     # (a fresh machine, .deps and .gl carried) ad's profiles without its GPU tests, each summary
     # archived as soon as it is written (all.tgz, so a run cut short still returns them): libero

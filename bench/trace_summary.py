@@ -18,6 +18,8 @@ Prints, per step when --steps is given (the timed steps the trace holds):
     their launch calls, and the CUDA runtime calls they made in that time (what made them late);
     and host calls that can wait for the GPU (synchronisations, cudaFree, synchronous copies)
     with their time;
+  - with a trace recorded with `ember bench policy --profile_shapes`, matrix-product kernels by
+    the operator's M x K x N and launcher, with their TFLOP/s (which products run slow);
   - kernel launches (cudaLaunchKernel and friends) and their host time;
   - the host's lead: how long after its launch call each kernel started (percentiles), and the
     share of kernels that started within 50 us of it (the GPU was waiting for the host);
@@ -172,6 +174,34 @@ def by_launcher(events, gpu, depth=2):
         entry = out[(kind_of(k.get("name", "?")), path_of(k))]
         entry[0] += 1
         entry[1] += k["dur"]
+    return out
+
+
+def matmul_shapes(events, gpu):
+    """Matrix-product kernels keyed by (launching operator and callers, M x K x N, kernel), from
+    the operators' "Input Dims" (a trace recorded with `--profile_shapes`): calls, kernel time,
+    multiply-adds. Empty when the trace has no input sizes."""
+    ops = {}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("cat") == "cpu_op" and args.get("External id") is not None and args.get("Input Dims"):
+            ops.setdefault(args["External id"], e)
+    path_of = launcher_paths(events)
+    out = collections.defaultdict(lambda: [0, 0.0, 0])
+    for k in gpu:
+        op = ops.get((k.get("args") or {}).get("External id"))
+        if op is None or kind_of(k.get("name", "")) != "matmul":
+            continue
+        dims = [d for d in op["args"]["Input Dims"] if isinstance(d, list) and len(d) == 2]
+        if op.get("name") == "aten::addmm":
+            dims = dims[-2:]
+        if len(dims) < 2 or dims[0][1] != dims[1][0]:
+            continue
+        (m, kk), (_, n) = dims[0], dims[1]
+        entry = out[(path_of(k), f"{m}x{kk}x{n}", k.get("name", "?"))]
+        entry[0] += 1
+        entry[1] += k["dur"]
+        entry[2] += m * kk * n
     return out
 
 
@@ -331,6 +361,13 @@ def summarise(events, steps, top):
             {"name": name, "calls": c * per, "ms": d / 1e3 * per}
             for name, (c, d) in sorted(calls.items(), key=lambda kv: -kv[1][1])[:top]
         ]
+        shapes = matmul_shapes(events, gpu)
+        if shapes:
+            out["matmul_shapes"] = [
+                {"launcher": path[:100], "mkn": mkn, "kernel": name[:60], "calls": c * per, "ms": d / 1e3 * per,
+                 "tflops": 2 * macs / max(d, 1e-9) / 1e6}
+                for (path, mkn, name), (c, d, macs) in sorted(shapes.items(), key=lambda kv: -kv[1][1])[:top]
+            ]
         out["idle_gaps_ms"] = sum(d for _, d in gaps.values()) / 1e3 * per
         out["idle_gaps"] = [
             {"before": path[:160], "gaps": c * per, "ms": d / 1e3 * per}
@@ -415,6 +452,11 @@ def main():
         print("GPU time by launching operator (< its callers):")
         for k in s["top_launchers"]:
             print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x  {k['kind']:<13} {k['launcher']}")
+    if s.get("matmul_shapes"):
+        print("matrix products by shape (M x K x N of the operator's inputs; TFLOP/s of its kernels):")
+        for k in s["matmul_shapes"]:
+            print(f"  {k['ms']:9.3f} ms {k['calls']:8.1f}x {k['tflops']:7.1f} TFLOP/s  {k['mkn']:<18} {k['launcher']}  "
+                  f"{k['kernel']}")
     if "idle_gaps" in s:
         print(f"GPU idle gaps of 10 us or more: {s['idle_gaps_ms']:.2f} ms{unit}, by the operator that launched "
               "the work ending them (the host was late with it):")

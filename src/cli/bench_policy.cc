@@ -28,6 +28,8 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
                 "before timing, one untimed step on each timed batch of new tensor sizes (a long run's steady state)");
   cmd->add_flag("--phases", o->phases, "also time copy, forward, backward and optimizer (synchronising between them)");
   cmd->add_option("--profile", o->profile, "DIR: a Chrome trace of the timed steps per backend (PyTorch profiler; slows them)");
+  cmd->add_flag("--profile_shapes", o->profile_shapes,
+                "with --profile: also record operators' input sizes (trace_summary.py: matrix products by shape)");
   cmd->callback([=, &action] {
     action = [=] {
       auto opts = *o;

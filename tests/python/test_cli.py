@@ -175,6 +175,15 @@ def main():
         trace = os.path.join(tmp, "prof", "tiny_libero_varlen.json")
         ok = rc == 0 and json.loads(out.strip().splitlines()[-1]).get("profile") == trace and os.path.exists(trace)
         check("bench policy --profile writes a trace", ok, out + err)
+        rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                           "--warmup", "0", "--steps", "1", "--batch_size", "2", "--profile", os.path.join(tmp, "shapes"),
+                           "--profile_shapes")
+        with open(os.path.join(tmp, "shapes", "tiny_libero_varlen.json")) as f:
+            recorded = [e for e in json.load(f)["traceEvents"] if e.get("name") == "aten::mm"]
+        check("bench policy --profile_shapes records matrix products' input sizes",
+              rc == 0 and recorded and all(len(e["args"]["Input Dims"]) == 2 for e in recorded), out + err)
+        user_error("--profile_shapes without --profile", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--profile_shapes"], ["--profile"])
         summary_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "trace_summary.py")
         p = subprocess.run([sys.executable, summary_py, trace, "--steps", "2", "--json"], capture_output=True, text=True)
         try:
@@ -201,6 +210,10 @@ def main():
                     evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::_to_copy", "ts": ts + 1, "dur": 7, "pid": 1, "tid": 2})
                     evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "ts": ts + 2, "dur": 5, "pid": 1, "tid": 2,
                                 "args": {"External id": ext}})
+                if name.startswith("nvjet"):  # a 64 x 32 x 16 product, with its input sizes
+                    ext = 3000 + step
+                    evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": ts, "dur": 9, "pid": 1, "tid": 2,
+                                "args": {"External id": ext, "Input Dims": [[64, 32], [32, 16]]}})
                 if name == "mystery":  # the host was 50 us late launching it, after a synchronisation
                     ext = 2000 + step
                     evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "ts": ts, "dur": 40,
@@ -230,7 +243,9 @@ def main():
             ok = (p.returncode == 0 and kinds == {"matmul": 0.3, "attention": 0.1, "optimizer": 0.05, "copy/cast": 0.03,
                                                   "communication": 0.02, "elementwise": 0.01, "other": 0.004}
                   and launchers.get(("copy/cast", "aten::copy_ < ToCopyBackward0")) == 0.03
-                  and launchers.get(("matmul", "(no operator)")) == 0.3
+                  and launchers.get(("matmul", "aten::mm")) == 0.3
+                  and [(k["mkn"], k["calls"], round(k["tflops"], 9)) for k in summary["matmul_shapes"]]
+                  == [("64x32x16", 1.0, round(2 * 64 * 32 * 16 / 300e-6 / 1e12, 9))]
                   and [(g["before"], round(g["ms"], 6)) for g in summary["idle_gaps"]] == [("aten::mystery_op", 0.05)]
                   and [(b["name"], round(b["ms"], 6)) for b in summary["blocking_calls"]] == [("cudaStreamSynchronize", 0.04)]
                   and summary["host_lead_us"] == {"p10": 5, "p50": 200, "p90": 200}

@@ -87,6 +87,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (ec || !std::filesystem::is_directory(o.profile))
       throw Error(ErrorKind::kInvalidArgument, "--profile " + o.profile + ": cannot create the directory (" + ec.message() + ")");
   }
+  if (o.profile_shapes && o.profile.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--profile_shapes: needs --profile DIR");
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
   const bool bf16_params = o.param_dtype == "bf16";
@@ -173,7 +175,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
         if (!o.profile.empty()) {
           trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
                                                       model::attention_backend_name(backend) + ".json")).string();
-          start_profiler(device.is_cuda());
+          start_profiler(device.is_cuda(), o.profile_shapes);
         }
         t0 = std::chrono::steady_clock::now();
       }

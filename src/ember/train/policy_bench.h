@@ -40,6 +40,7 @@ struct PolicyBenchOptions {
   // reads it). The profiler slows the steps it records: the speed figures of such a run are
   // not comparable with unprofiled ones.
   std::string profile;
+  bool profile_shapes = false;  // the profile also records operators' input sizes (matmul shapes)
 };
 
 // Prints one JSON line per backend and a comparison line (measured speed ratio next to the

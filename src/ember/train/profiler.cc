@@ -13,7 +13,7 @@ namespace {
 
 namespace prof = torch::profiler::impl;
 
-prof::ProfilerConfig config() { return prof::ProfilerConfig(prof::ProfilerState::KINETO); }
+prof::ProfilerConfig config(bool shapes) { return prof::ProfilerConfig(prof::ProfilerState::KINETO, shapes); }
 
 std::set<prof::ActivityType> activities(bool cuda) {
   std::set<prof::ActivityType> a{prof::ActivityType::CPU};
@@ -23,9 +23,9 @@ std::set<prof::ActivityType> activities(bool cuda) {
 
 }  // namespace
 
-void start_profiler(bool cuda) {
-  torch::autograd::profiler::prepareProfiler(config(), activities(cuda));
-  torch::autograd::profiler::enableProfiler(config(), activities(cuda));
+void start_profiler(bool cuda, bool shapes) {
+  torch::autograd::profiler::prepareProfiler(config(shapes), activities(cuda));
+  torch::autograd::profiler::enableProfiler(config(shapes), activities(cuda));
 }
 
 void stop_profiler(const std::string& path) {

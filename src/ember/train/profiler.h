@@ -10,7 +10,8 @@
 
 namespace ember::train {
 
-void start_profiler(bool cuda);
+// shapes: also record each operator's input sizes ("Input Dims"; more host time per operator)
+void start_profiler(bool cuda, bool shapes = false);
 void stop_profiler(const std::string& path);
 
 }  // namespace ember::train
