@@ -51,6 +51,7 @@
 #   af: (a fresh machine) ad's profiles without the GPU tests, returned as they finish, with the
 #      host's lead over the GPU by tenth of the step.
 #   ag: (.deps and .gl carried) libero varlen and padded profiles with matrix-product shapes.
+#   ah: (.deps and .gl carried) --prefix_multiple 0 against 8 (an even, aligned token count).
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -463,6 +464,24 @@ case "${1:?a|b|c|d}" in
     for f in "$out"/profile_*.txt; do
       echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
     done
+    tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ah)
+    # (.deps and .gl carried) does an odd packed token count slow the matrix products (ag's
+    # profile: the same products ran 8-9 % slower at 8963 prefix tokens than at 8954)? pi05 varlen
+    # libero, batch 16, --warm_shapes, --prefix_multiple 0 and 8 alternating, three pairs per
+    # GPU in opposite orders
+    build_this ember || exit 1
+    for g in 0 1; do
+      ( for i in 1 2 3; do
+          for m in $([[ $g == 0 ]] && echo 0 8 || echo 8 0); do
+            CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+              --stream libero --attention varlen --device cuda --batch_size 16 --warmup 3 --steps 10 --param_dtype bf16 \
+              --warm_shapes --prefix_multiple $m >"$out/policy_libero_m${m}_gpu${g}_$i.jsonl" 2>&1
+          done
+        done ) &
+    done
+    wait
+    python3 bench/policy_summary.py "$out"/policy_libero_m*.jsonl
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ag)
     # (.deps and .gl carried) which matrix products run slow: pi05 profiles with the operators'
