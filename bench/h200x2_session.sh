@@ -52,6 +52,7 @@
 #      host's lead over the GPU by tenth of the step.
 #   ag: (.deps and .gl carried) libero varlen and padded profiles with matrix-product shapes.
 #   ah: (.deps and .gl carried) --prefix_multiple 0 against 8 (an even, aligned token count).
+#   ai: cuBLASLt's candidate kernels timed against its first choice (bench/cublaslt_candidates.cu).
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -465,6 +466,18 @@ case "${1:?a|b|c|d}" in
       echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
     done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  ai)
+    # (nothing carried) do cuBLASLt's other candidates beat its first choice at pi05's sizes?
+    # bench/cublaslt_candidates.cu against the CUDA toolkit's cuBLAS, or else PyTorch's own copy
+    inc=/usr/local/cuda/include lib=/usr/local/cuda/lib64
+    if [[ ! -f $inc/cublasLt.h ]]; then
+      nv=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')
+      inc=$nv/include lib=$nv/lib
+    fi
+    ls $lib | grep -i cublas | head -4
+    nvcc -O2 -std=c++17 -arch=sm_90 -I$inc bench/cublaslt_candidates.cu -L$lib -lcublasLt -lcublas \
+      -Xlinker -rpath=$lib -o /tmp/clt >"$out/clt_build.log" 2>&1 || { cat "$out/clt_build.log"; exit 1; }
+    CUDA_VISIBLE_DEVICES=0 /tmp/clt 16 | tee "$out/cublaslt_candidates.jsonl" ;;
   ah)
     # (.deps and .gl carried) does an odd packed token count slow the matrix products (ag's
     # profile: the same products ran 8-9 % slower at 8963 prefix tokens than at 8954)? pi05 varlen
