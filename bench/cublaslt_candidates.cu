@@ -5,7 +5,13 @@
 // top candidates, and prints one JSON line per product. A measurement tool, not part of ember:
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench/cublaslt_candidates.cu -lcublasLt -lcublas -o /tmp/clt
-//   /tmp/clt [CANDIDATES]          (default 16)
+//   /tmp/clt [CANDIDATES [ZERO_FRACTION [TOKENS...]]]
+//
+// CANDIDATES: how many heuristic results to time (default 16). ZERO_FRACTION (default 0): that
+// share of the token-side operands' rows (X, dY) made padding: zeros when positive, the same
+// random row repeated when negative (as the padded layout's pad tokens share one embedding):
+// does a power-limited GPU run products of such data faster? TOKENS: the language model's token counts (default 8963 15488; the vision tower's are
+// 8192 and 12288 whatever they are).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -74,9 +80,16 @@ float time_ms(cudaStream_t s, int reps, const F& run) {
   return ms / reps;
 }
 
-__global__ void fill(__nv_bfloat16* p, int64_t n, uint32_t seed) {
+// random values in [-0.05, 0.05]; from element `pad_from` on (whole columns of `rows`), padding:
+// zeros, or (same_pad) every padding column the same random values
+__global__ void fill(__nv_bfloat16* p, int64_t n, int64_t pad_from, int64_t rows, bool same_pad, uint32_t seed) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+    if (i >= pad_from && !same_pad) {
+      p[i] = __float2bfloat16(0.f);
+      continue;
+    }
+    const int64_t at = i >= pad_from ? n + i % rows : i;
+    uint32_t x = uint32_t(at) * 2654435761u ^ seed;
     x ^= x >> 13;
     x *= 0x5bd1e995u;
     x ^= x >> 15;
@@ -88,10 +101,16 @@ __global__ void fill(__nv_bfloat16* p, int64_t n, uint32_t seed) {
 
 int main(int argc, char** argv) {
   const int want = argc > 1 ? std::atoi(argv[1]) : 16;
+  const double pad_arg = argc > 2 ? std::atof(argv[2]) : 0.0;
+  const double zero_fraction = pad_arg < 0 ? -pad_arg : pad_arg;
+  const bool same_pad = pad_arg < 0;
+  std::vector<int64_t> lm_tokens;
+  for (int i = 3; i < argc; ++i) lm_tokens.push_back(std::atoll(argv[i]));
+  if (lm_tokens.empty()) lm_tokens = {8963, 15488};
   std::vector<Gemm> gemms;
   // libero at batch 16: varlen packs ~8,960 prefix tokens (32 images: 8,192 ViT tokens);
   // padded runs 15,488 (48 images: 12,288)
-  for (int64_t t : {8963, 15488}) {
+  for (int64_t t : lm_tokens) {
     for (auto& g : linear_products("lm.qkv", t, 2048, 2560)) gemms.push_back(g);
     for (auto& g : linear_products("lm.o", t, 2048, 2048)) gemms.push_back(g);
     for (auto& g : linear_products("lm.gate", t, 2048, 16384)) gemms.push_back(g);  // and lm.up
@@ -121,8 +140,14 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&A, a_rows * a_cols * 2));
     CHECK_CUDA(cudaMalloc(&B, b_rows * b_cols * 2));
     CHECK_CUDA(cudaMalloc(&C, g.m * g.n * 2));
-    fill<<<1024, 256, 0, s>>>(A, a_rows * a_cols, 1);
-    fill<<<1024, 256, 0, s>>>(B, b_rows * b_cols, 2);
+    // the token-side operands (column-major, tokens along the columns): B in the forward and
+    // the input gradient, both in the weight gradient; their last columns are the padding
+    const bool a_tokens = g.name.find("grad_weight") != std::string::npos;
+    const auto zero_from = [&](int64_t rows, int64_t cols, bool tokens) {
+      return tokens ? rows * int64_t(double(cols) * (1.0 - zero_fraction)) : rows * cols;
+    };
+    fill<<<1024, 256, 0, s>>>(A, a_rows * a_cols, zero_from(a_rows, a_cols, a_tokens), a_rows, same_pad, 1);
+    fill<<<1024, 256, 0, s>>>(B, b_rows * b_cols, zero_from(b_rows, b_cols, true), b_rows, same_pad, 2);
     const double flop = 2.0 * g.m * g.n * g.k;
     const int reps = flop > 2e12 ? 10 : 30;
     const float gemm_ex = time_ms(s, reps, [&] {
@@ -157,9 +182,9 @@ int main(int argc, char** argv) {
       if (ms < best) best = ms, best_i = i;
       all += (all.empty() ? "" : ",") + std::to_string(flop / ms / 1e9);
     }
-    std::printf("{\"product\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"gemm_ex_tflops\":%.1f,\"lt_first_tflops\":%.1f,"
+    std::printf("{\"product\":\"%s\",\"pad_fraction\":%.2f,\"pad\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"gemm_ex_tflops\":%.1f,\"lt_first_tflops\":%.1f,"
                 "\"lt_best_tflops\":%.1f,\"best_candidate\":%d,\"candidates\":%d,\"all_tflops\":[%s]}\n",
-                g.name.c_str(), (long long)g.m, (long long)g.n, (long long)g.k, flop / gemm_ex / 1e9, flop / first / 1e9,
+                g.name.c_str(), zero_fraction, same_pad ? "repeated" : "zeros", (long long)g.m, (long long)g.n, (long long)g.k, flop / gemm_ex / 1e9, flop / first / 1e9,
                 flop / best / 1e9, best_i, n_found, all.c_str());
     std::fflush(stdout);
     cublasLtMatmulPreferenceDestroy(pref);

@@ -477,7 +477,13 @@ case "${1:?a|b|c|d}" in
     ls $lib | grep -i cublas | head -4
     nvcc -O2 -std=c++17 -arch=sm_90 -I$inc bench/cublaslt_candidates.cu -L$lib -lcublasLt -lcublas \
       -Xlinker -rpath=$lib -o /tmp/clt >"$out/clt_build.log" 2>&1 || { cat "$out/clt_build.log"; exit 1; }
-    CUDA_VISIBLE_DEVICES=0 /tmp/clt 16 | tee "$out/cublaslt_candidates.jsonl" ;;
+    # then the products at padded's sizes with 42 % of the token rows padding (libero's padded
+    # share), as zeros and as one repeated row: do products of padding run faster?
+    CUDA_VISIBLE_DEVICES=0 /tmp/clt ${CANDIDATES:-16} >"$out/cublaslt_candidates.jsonl"
+    CUDA_VISIBLE_DEVICES=0 /tmp/clt 1 0.42 15488 >"$out/cublaslt_pad_zeros.jsonl"
+    CUDA_VISIBLE_DEVICES=0 /tmp/clt 1 -0.42 15488 >"$out/cublaslt_pad_repeated.jsonl"
+    CUDA_VISIBLE_DEVICES=0 /tmp/clt 1 0 15488 >"$out/cublaslt_pad_none.jsonl"
+    wc -l "$out"/*.jsonl ;;
   ah)
     # (.deps and .gl carried) does an odd packed token count slow the matrix products (ag's
     # profile: the same products ran 8-9 % slower at 8963 prefix tokens than at 8954)? pi05 varlen
