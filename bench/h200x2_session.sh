@@ -53,6 +53,7 @@
 #   ag: (.deps and .gl carried) libero varlen and padded profiles with matrix-product shapes.
 #   ah: (.deps and .gl carried) --prefix_multiple 0 against 8 (an even, aligned token count).
 #   ai: cuBLASLt's candidate kernels timed against its first choice (bench/cublaslt_candidates.cu).
+#   aj: (.deps and .gl carried) the full bench at batch 16 and 32 with the defaults (warmed shapes).
 #   ac: (a fresh machine) this build's full pi05 bench at batch 16 and 32, with the host's queue time.
 #   x: (a fresh machine, .prev/base = bb8dbe6) the vision tower's change (patch embedding as a
 #      matrix product, FlashAttention for its attention): GPU tests, pi05's bench against the
@@ -466,6 +467,21 @@ case "${1:?a|b|c|d}" in
       echo "== $f"; sed -n 1,3p "$f"; grep "host lead" "$f"; grep -A4 "launching operators had run" "$f" | cut -c1-160
     done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
+  aj)
+    # (.deps and .gl carried) the full bench (varlen and padded, bf16 parameters) with this
+    # build's defaults (shapes warmed before timing): batch 16, then 32; community on GPU 0,
+    # libero on GPU 1 (the reverse of ae)
+    build_this ember || exit 1
+    for b in 16 32; do
+      for g in 0 1; do
+        stream=$([[ $g == 0 ]] && echo community || echo libero)
+        CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
+          --stream $stream --device cuda --batch_size $b --warmup 3 --steps 10 --param_dtype bf16 \
+          >"$out/policy_full_${stream}_b$b.jsonl" 2>&1 &
+      done
+      wait
+      python3 bench/policy_summary.py "$out"/policy_full_*_b$b.jsonl
+    done ;;
   ai)
     # (nothing carried) do cuBLASLt's other candidates beat its first choice at pi05's sizes?
     # bench/cublaslt_candidates.cu against the CUDA toolkit's cuBLAS, or else PyTorch's own copy

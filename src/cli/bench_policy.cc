@@ -24,8 +24,9 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_option("--param_dtype", o->param_dtype, "fp32 (master weights) | bf16 (as ember train's --policy.param_dtype)");
   cmd->add_option("--prefix_multiple", o->prefix_multiple,
                   "varlen: round the packed prefix up to a multiple of N tokens with filler (0: none)");
-  cmd->add_flag("--warm_shapes", o->warm_shapes,
-                "before timing, one untimed step on each timed batch of new tensor sizes (a long run's steady state)");
+  cmd->add_flag("--warm_shapes,!--no_warm_shapes", o->warm_shapes,
+                "before timing, one untimed step on each timed batch of new tensor sizes (a long run's steady "
+                "state; on by default)");
   cmd->add_flag("--phases", o->phases, "also time copy, forward, backward and optimizer (synchronising between them)");
   cmd->add_option("--profile", o->profile, "DIR: a Chrome trace of the timed steps per backend (PyTorch profiler; slows them)");
   cmd->add_flag("--profile_shapes", o->profile_shapes,

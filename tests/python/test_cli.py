@@ -272,6 +272,17 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, out = False, f"{e}: {out} {err}"
         check("bench policy --warm_shapes", ok, out)
+        # on by default; --no_warm_shapes runs none
+        runs = {}
+        for flag in ([], ["--no_warm_shapes"]):
+            rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                               "--warmup", "0", "--steps", "3", "--batch_size", "2", *flag)
+            try:
+                runs[bool(flag)] = json.loads(out.strip().splitlines()[-1])["warm_shape_steps"] if rc == 0 else None
+            except Exception:  # noqa: BLE001
+                runs[bool(flag)] = None
+        check("bench policy warms shapes by default, not with --no_warm_shapes",
+              runs[False] is not None and runs[False] >= 2 and runs[True] == 0, str(runs))
         # filler up to a multiple of 64 prefix tokens: counted in the hardware FLOPs, not in MFU
         rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
                            "--warmup", "0", "--steps", "1", "--batch_size", "2", "--prefix_multiple", "64")

@@ -214,7 +214,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["tokens_per_s"] = real_tokens / timed_s;
     j["step_time_s"] = timed_s / o.steps;
     j["host_queue_time_s"] = queued_s / o.steps;
-    if (o.warm_shapes) j["warm_shape_steps"] = warm_shape_steps;
+    j["warm_shape_steps"] = warm_shape_steps;  // untimed steps --warm_shapes added (0 when off)
     j["model_tflops_per_sample"] = real_flops / samples / 1e12;
     j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
     if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
