@@ -3,6 +3,7 @@
 // dW = dY^T X; bf16, float accumulation) at the packed (varlen) and padded token counts, times
 // cublasGemmEx (what PyTorch's at::mm calls), cuBLASLt's first heuristic choice, and each of its
 // top candidates, and prints one JSON line per product. A measurement tool, not part of ember:
+// the build makes it (bin/cublaslt_candidates) where nvcc and cuBLASLt are found, or
 //
 //   nvcc -O2 -std=c++17 -arch=sm_90 bench/cublaslt_candidates.cu -lcublasLt -lcublas -o /tmp/clt
 //   /tmp/clt [CANDIDATES [ZERO_FRACTION [TOKENS...]]]
