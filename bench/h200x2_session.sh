@@ -468,20 +468,9 @@ case "${1:?a|b|c|d}" in
     done
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   aj)
-    # (.deps and .gl carried) the full bench (varlen and padded, bf16 parameters) with this
-    # build's defaults (shapes warmed before timing): batch 16, then 32; community on GPU 0,
-    # libero on GPU 1 (the reverse of ae)
-    build_this ember || exit 1
-    for b in 16 32; do
-      for g in 0 1; do
-        stream=$([[ $g == 0 ]] && echo community || echo libero)
-        CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
-          --stream $stream --device cuda --batch_size $b --warmup 3 --steps 10 --param_dtype bf16 \
-          >"$out/policy_full_${stream}_b$b.jsonl" 2>&1 &
-      done
-      wait
-      python3 bench/policy_summary.py "$out"/policy_full_*_b$b.jsonl
-    done ;;
+    # (.deps and .gl carried) ac with libero and community on the other GPUs (community on
+    # GPU 0), run with a253876's defaults (shapes warmed before timing)
+    FIRST_STREAM=community bash "$0" ac ;;
   ai)
     # (nothing carried) do cuBLASLt's other candidates beat its first choice at pi05's sizes?
     # bench/cublaslt_candidates.cu against the CUDA toolkit's cuBLAS, or else PyTorch's own copy
@@ -617,12 +606,15 @@ case "${1:?a|b|c|d}" in
     tar -czf /tmp/all.tgz -C "$out" . && rm -rf "${out:?}"/* && mv /tmp/all.tgz "$out/" ;;
   ac)
     # (a fresh machine) this build only: pi05's full bench (varlen and padded, bf16 parameters) on
-    # libero (GPU 0) and community (GPU 1) at batch 16, then at batch 32; the host's time to queue
-    # a step beside the step time. Everything comes back in one archive (all.tgz).
+    # libero (GPU 0) and community (GPU 1) at batch 16, then at batch 32 (FIRST_STREAM=community:
+    # the other way round); the host's time to queue a step beside the step time. Everything
+    # comes back in one archive (all.tgz).
     build_this ember || exit 1
+    first=${FIRST_STREAM:-libero}
+    second=$([[ $first == libero ]] && echo community || echo libero)
     for b in 16 32; do
       for g in 0 1; do
-        stream=$([[ $g == 0 ]] && echo libero || echo community)
+        stream=$([[ $g == 0 ]] && echo $first || echo $second)
         CUDA_VISIBLE_DEVICES=$g taskset -c $((g * 16))-$((g * 16 + 15)) build-gpu/bin/ember bench policy --preset pi05 \
           --stream $stream --device cuda --batch_size $b --warmup 3 --steps 10 --param_dtype bf16 \
           >"$out/policy_full_${stream}_b$b.jsonl" 2>"$out/policy_full_${stream}_b$b.err" &
