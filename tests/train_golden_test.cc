@@ -1,0 +1,45 @@
+// Golden per-step losses of a fixed-seed CPU run (tiny preset, the v3.0 fixture dataset),
+// pinned bit for bit: a refactor that does not change the math must reproduce them exactly
+// (torchtitan's rule). A deliberate change of the math re-pins them, saying why in its commit.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ember/train/trainer.h"
+#include "test_util.h"
+
+namespace ember::train {
+namespace {
+
+const std::string kFixture = std::string(EMBER_TEST_DATA) + "/lerobot_v3_0";
+
+// Printed as C99 hex floats by the test when they differ: paste them here to re-pin.
+const std::vector<double> kGolden = {};
+
+TEST(TrainGolden, TinyRunReproducesPinnedLossesBitForBit) {
+  test::TempDir dir;
+  auto config = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu",
+                                   "--steps=12", "--batch_size=16", "--optimizer.lr=3e-3", "--scheduler.warmup_steps=4",
+                                   "--policy.horizon=10", "--dataset.image_size=32", "--num_workers=1", "--log_freq=50",
+                                   "--save_freq=100000", "--seed=7"});
+  TrainerHooks hooks;
+  hooks.quiet = true;
+  auto result = train(config, hooks);
+  std::vector<double> losses;
+  for (const auto& [step, loss] : result.losses) losses.push_back(loss);
+  std::string printed;
+  for (double l : losses) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a, ", l);
+    printed += buf;
+  }
+  std::printf("losses: %s\n", printed.c_str());
+  ASSERT_EQ(losses.size(), 12u);
+  ASSERT_EQ(losses.size(), kGolden.size()) << "pin: {" << printed << "}";
+  for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i], kGolden[i]) << "step " << i + 1 << "; now: {" << printed << "}";
+}
+
+}  // namespace
+}  // namespace ember::train
