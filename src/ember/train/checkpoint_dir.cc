@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
+#include "ember/core/json_file.h"
 #include "ember/core/file.h"
 
 namespace fs = std::filesystem;
@@ -78,8 +79,7 @@ bool is_complete_checkpoint(const fs::path& dir) {
   const fs::path marker = dir / kComplete;
   if (!fs::is_regular_file(marker, ec)) return false;
   try {
-    const std::vector<uint8_t> bytes = read_file(marker.string());
-    auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    auto j = read_json_file(marker.string());
     return j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
            j["step"].get<int64_t>() == step_of_name(dir.filename().string());
   } catch (const std::exception&) {

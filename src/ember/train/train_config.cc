@@ -10,6 +10,7 @@
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/core/json_file.h"
 
 namespace ember::train {
 
@@ -328,21 +329,11 @@ TrainConfig from_json(const json& j, const std::string& source) {
 }
 
 void save_train_config(const TrainConfig& config, const std::filesystem::path& file) {
-  const std::string text = to_json(config).dump(2) + "\n";
-  AtomicFile out(file.string());
-  out.write(text.data(), text.size());
-  out.commit();
+  write_json_file(file.string(), to_json(config));
 }
 
 TrainConfig load_train_config(const std::filesystem::path& file) {
-  const std::vector<uint8_t> bytes = read_file(file.string());
-  json j;
-  try {
-    j = json::parse(bytes.begin(), bytes.end());
-  } catch (const json::exception& e) {
-    bad(file.string() + ": not valid JSON: " + e.what());
-  }
-  return from_json(j, file.string());
+  return from_json(read_json_file(file.string()), file.string());
 }
 
 TrainConfig parse_train_flags(const std::vector<std::string>& args) {

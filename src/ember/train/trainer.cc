@@ -17,12 +17,15 @@
 #include "ember/core/error.h"
 #include "ember/core/thread_pool.h"
 #include "ember/core/file.h"
+#include "ember/core/json_file.h"
+#include "ember/model/device.h"
 #include "ember/model/flops.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/loader.h"
 #include "ember/train/metrics.h"
 #include "ember/train/optimizer.h"
+#include "ember/train/train_step.h"
 #include "ember/train/zero_adamw.h"
 #include "ember/train/peak_flops.h"
 #include "ember/train/policy_checkpoint.h"
@@ -38,15 +41,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-at::Device resolve_device(const std::string& name) {
-  if (name == "cpu") return at::kCPU;
-  if (name == "cuda") {
-    if (!torch::cuda::is_available()) throw Error(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
-    return at::Device(at::kCUDA, 0);
-  }
-  return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-}
 
 std::string hex(const at::Tensor& bytes) {
   auto b = bytes.contiguous();
@@ -73,25 +67,6 @@ at::Tensor generator_state(at::Generator g) {
   return g.get_state();
 }
 
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::kNotFound, path.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kCorruption, path.string() + ": " + e.what());
-  }
-}
-
-void write_json_file(const fs::path& path, const nlohmann::json& j) {
-  std::string text = j.dump(2) + "\n";
-  AtomicFile f(path.string());
-  f.write(text.data(), text.size());
-  f.commit();
-}
-
 struct Window {  // metrics accumulated between two log lines
   int steps = 0;
   double loss = 0, step_s = 0, wait_s = 0, grad_norm = 0, flops = 0;
@@ -110,7 +85,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     if (main_rank && !hooks.quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
 
-  at::Device device = resolve_device(config.device);
+  at::Device device = model::resolve_device(config.device);
   if (device.is_cuda() && hooks.collectives) device = at::Device(at::kCUDA, hooks.collectives->local_rank());
   if (device.is_cuda()) configure_cuda_allocator();
   const bool bf16 = config.policy.dtype == "bf16" && device.is_cuda();
@@ -144,13 +119,13 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (resume_from) resume_dir = resume_from->dir;
 
   // data and policy
-  data::Metadata meta_probe = data::Dataset(config.dataset.root, {}).meta();
+  data::Metadata meta_probe = data::load_metadata(config.dataset.root);
   auto tokenizer = make_tokenizer(config, meta_probe, resume_dir);
-  auto shape = resume_dir ? shape_from_json(read_json_file(*resume_dir / "policy.json"), (*resume_dir / "policy.json").string())
+  auto shape = resume_dir ? shape_from_json(read_json_file((*resume_dir / "policy.json").string()), (*resume_dir / "policy.json").string())
                           : make_shape(config, tokenizer.vocab_size());
-  FeatureSpec spec = feature_spec(meta_probe, shape);
-  SampleBuilder builder(spec, shape, tokenizer);
-  data::Dataset dataset(config.dataset.root, builder.dataset_options());
+  model::FeatureSpec spec = model::feature_spec(meta_probe, shape);
+  model::SampleBuilder builder(spec, shape, tokenizer);
+  data::Dataset dataset(std::move(meta_probe), builder.dataset_options());
   data::SamplerOptions so;
   so.seed = uint64_t(config.seed);
   if (config.dataset.episodes) so.episodes = *config.dataset.episodes;
@@ -160,25 +135,12 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   // measured before seeding: its random matrices must not shift the training's random stream
   const double peak = measure_peak_flops(device, bf16);
   at::manual_seed(uint64_t(config.seed));
-  model::Pi05Policy policy(shape);
-  policy->to(device);
+  PolicyState ps = build_policy_state(config, shape, device, hooks.collectives);
+  model::Pi05Policy policy = ps.policy;
   const bool bf16_params = config.policy.param_dtype == "bf16";
-  if (bf16_params) model::set_param_dtype(policy, at::kBFloat16);
-  policy->train();
-  model::NamedTensors params;
-  for (const auto& p : policy->named_parameters()) params.emplace_back(p.key(), p.value());
-  auto optimizer_owner = make_optimizer(params, {config.optimizer.betas[0], config.optimizer.betas[1], config.optimizer.eps, config.optimizer.weight_decay},
-                                        config.dist.zero, hooks.collectives);
-  Optimizer& optimizer = *optimizer_owner;
-  std::vector<at::Tensor> param_list;
-  for (const auto& [n, p] : params) param_list.push_back(p);
-  // gradient buckets all-reduce while the backward pass still runs (see Collectives)
-  if (hooks.collectives) hooks.collectives->attach_gradients(param_list);
-  // ZeRO-1: each gradient is summed onto the rank that updates its parameter only (the
-  // reduce-scatter); clipping then sums the ranks' squared norms
-  Collectives* norm_over_ranks = nullptr;
-  if (auto* zero = dynamic_cast<ZeroAdamW*>(&optimizer); zero && hooks.collectives)
-    if (hooks.collectives->set_gradient_owners(zero->owners())) norm_over_ranks = hooks.collectives.get();
+  model::NamedTensors& params = ps.params;
+  Optimizer& optimizer = *ps.optimizer;
+  std::vector<at::Tensor>& param_list = ps.param_list;
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
 
@@ -192,7 +154,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     for (auto& [k, t] : ostate) t = t.to(device);
     optimizer.load_state(ostate, ofile);
     auto state_path = *resume_dir / "trainer_state.json";
-    auto state = read_json_file(state_path);
+    auto state = read_json_file(state_path.string());
     try {
       step = state.at("step").get<int64_t>();
       position = state.at("loader").get<data::LoaderPosition>();
@@ -262,7 +224,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     auto dir = writer.save(at_step, [&](const fs::path& tmp) {
       write_policy_files(tmp, bundle);
       model::save_tensors((tmp / "optimizer.safetensors").string(), optimizer_state);
-      write_json_file(tmp / "trainer_state.json", state);
+      write_json_file((tmp / "trainer_state.json").string(), state);
       save_train_config(config, tmp / "train_config.json");
     });
     return dir.string();
@@ -299,6 +261,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   const bool autocast = bf16 || bf16_params;
   // ranks' loss divisor (see the step): about the global count of real action values
   const double common_divisor = double(std::max<int64_t>(1, config.batch_size * world * shape.horizon));
+  TrainStep train_step(ps, device, config.optimizer.grad_clip_norm, autocast, hooks.collectives, common_divisor);
   constexpr int64_t kHostMeetingEvery = 50;  // steps, at most, between the ranks' host barriers
   // ranks on CUDA: the host runs at most 2 steps ahead of its GPU, with a bounded wait, so that a
   // rank that stops is named (by the barrier) instead of every host blocking in a kernel launch
@@ -326,47 +289,9 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     double wait_s = 0;
     TrainBatch batch = loader.next(&wait_s);
     double lr = schedule.at(step);
-    optimizer.zero_grad();
-    // The loss is the mean over the real action values of every rank's samples. One process
-    // knows their count on the host. Ranks divide by a constant common to all of them and
-    // correct the summed gradients by constant / global count on the device: their hosts do
-    // not meet every step, so a host that falls behind for a step does not hold the others.
-    const double divisor = hooks.collectives ? common_divisor : std::max(batch.loss_count, 1.0);
-    at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device));
-    at::Tensor step_loss, grad_scale;  // grad_scale: ranks only
-    double flops = 0;
-    size_t micro_done = 0;
-    for (const auto& micro_host : batch.micro) {
-      if (hooks.collectives && ++micro_done == batch.micro.size()) hooks.collectives->arm_gradient_sync();
-      auto micro = micro_host.to(device);
-      model::LossOut out;
-      {
-        Bf16Autocast bf16_scope(autocast, device.type());
-        out = policy->loss(micro);
-        (out.loss_sum / divisor).backward();
-      }
-      loss_sum = loss_sum + out.loss_sum.detach();
-      flops += model::train_flops(model::real_work(micro_host, shape), shape);
-    }
-    if (hooks.collectives) {
-      std::vector<at::Tensor> grads;
-      for (auto& p : param_list) {
-        if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-        grads.push_back(p.grad());
-      }
-      hooks.collectives->reduce_gradients(grads);
-      std::vector<at::Tensor> l{loss_sum, at::full({}, batch.loss_count, loss_sum.options())};
-      hooks.collectives->all_reduce_sum(l);
-      auto global_count = l[1].clamp_min(1.0);
-      grad_scale = divisor / global_count;
-      step_loss = l[0] / global_count;
-    } else {
-      step_loss = loss_sum / divisor;
-    }
-    // the clipping (and the ranks' scale) is applied by the optimizer as it reads the gradients
-    auto clip = clip_and_scale(param_list, config.optimizer.grad_clip_norm, grad_scale, norm_over_ranks);
-    at::Tensor grad_norm = clip.norm;
-    optimizer.step(lr, clip.multiplier);
+    StepOutput out = train_step.run(batch, lr);
+    const double flops = out.flops;
+    at::Tensor step_loss = out.loss, grad_norm = out.grad_norm;
     ++step;
     pending.push_back({step, step_loss, grad_norm});
     if (gpu_lag && !gpu_lag->mark(dist_timeout)) {
