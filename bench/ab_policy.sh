@@ -27,6 +27,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-/tmp/ember-out}"
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (device README)
 mkdir -p "$out"
 a_ember="${A_EMBER:-$root/build-gpu/bin/ember}"
 b_ember="${B_EMBER:-$root/build-gpu/bin/ember}"

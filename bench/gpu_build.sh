@@ -31,6 +31,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="$(cd "${SRC:-$root}" && pwd)"
 out="${OUT:-/tmp/ember-out}"
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (device README)
 mkdir -p "$out"
 build="${BUILD_DIR:-$src/build-gpu}"
 targets=("$@")

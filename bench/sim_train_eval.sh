@@ -30,6 +30,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ember="${EMBER:-$root/build-gpu/bin/ember}"
 work="${WORK:-/tmp/ember-sim}"
 out="${OUT:-/tmp/ember-out}"
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (device README)
 run="${RUN:-train}"
 image="${IMAGE:-128}"
 mkdir -p "$work" "$out"
