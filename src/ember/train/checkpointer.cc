@@ -24,6 +24,8 @@ std::string hex(const at::Tensor& bytes) {
 
 at::Tensor unhex(const std::string& s, const std::string& what) {
   if (s.size() % 2) throw Error(ErrorKind::kCorruption, what + ": odd-length hex string");
+  if (s.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    throw Error(ErrorKind::kCorruption, what + ": not a hex string");
   auto t = at::empty({int64_t(s.size() / 2)}, at::kByte);
   auto* p = t.data_ptr<uint8_t>();
   for (size_t i = 0; i < s.size() / 2; ++i) p[i] = uint8_t(std::stoi(s.substr(2 * i, 2), nullptr, 16));
@@ -71,6 +73,7 @@ std::string Checkpointer::save(int64_t step, const data::LoaderPosition& next, c
 
 Checkpointer::Restored Checkpointer::restore(const fs::path& dir, model::NamedTensors& params, Optimizer& optimizer) const {
   Restored r;
+  verify_checksums(dir);
   auto file = (dir / "model.safetensors").string();
   model::load_into(params, model::load_tensors(file), file);
   auto ofile = (dir / "optimizer.safetensors").string();
@@ -81,11 +84,25 @@ Checkpointer::Restored Checkpointer::restore(const fs::path& dir, model::NamedTe
   auto state = read_json_file(state_path.string());
   try {
     r.step = state.at("step").get<int64_t>();
-    r.position = state.at("loader").get<data::LoaderPosition>();
+    // the step is the checkpoint's own (its directory's name)
+    if (auto named = checkpoint_step(dir); r.step < 0 || r.step != named)
+      throw Error(ErrorKind::kCorruption, state_path.string() + ": \"step\" is " + std::to_string(r.step) +
+                                              ", but the checkpoint is of step " + std::to_string(named));
+    try {
+      r.position = state.at("loader").get<data::LoaderPosition>();
+    } catch (const Error& e) {
+      throw Error(ErrorKind::kCorruption, state_path.string() + ": \"loader\": " + e.what());
+    }
     at::manual_seed(uint64_t(config_.seed));
-    set_generator_state(at::detail::getDefaultCPUGenerator(), unhex(state.at("rng").at("cpu").get<std::string>(), state_path.string()));
-    if (device_.is_cuda() && state.at("rng").contains("cuda"))
-      set_generator_state(at::globalContext().defaultGenerator(device_), unhex(state["rng"]["cuda"].get<std::string>(), state_path.string()));
+    const std::string rng = state_path.string() + ": \"rng\"";
+    auto cpu = unhex(state.at("rng").at("cpu").get<std::string>(), rng + "[\"cpu\"]");
+    try {
+      set_generator_state(at::detail::getDefaultCPUGenerator(), cpu);
+      if (device_.is_cuda() && state.at("rng").contains("cuda"))
+        set_generator_state(at::globalContext().defaultGenerator(device_), unhex(state["rng"]["cuda"].get<std::string>(), rng + "[\"cuda\"]"));
+    } catch (const c10::Error& e) {
+      throw Error(ErrorKind::kCorruption, rng + ": not a generator state (" + e.what_without_backtrace() + ")");
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kCorruption, state_path.string() + ": " + e.what());
   }

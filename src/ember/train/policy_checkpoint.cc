@@ -94,6 +94,7 @@ fs::path resolve_checkpoint(const fs::path& path) {
 
 PolicyBundle load_policy(const fs::path& path, const at::Device& device) {
   fs::path dir = resolve_checkpoint(path);
+  verify_checksums(dir);
   PolicyBundle b;
   b.shape = shape_from_json(read_json(dir / "policy.json"), (dir / "policy.json").string());
   b.spec = model::FeatureSpec::from_json(read_json(dir / "features.json"), (dir / "features.json").string());
