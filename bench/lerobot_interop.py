@@ -8,7 +8,7 @@ Also compares ember's statistics with LeRobot's compute_stats on the same frames
 
 With --video-tool (tests/tools/video_dataset_tool.cc) it also (a) opens an ember-written v3.0
 dataset with two video cameras in LeRobot and compares every decoded frame with ember's own
-decoding (and the stripe index each frame shows), and (b) converts tests/data/lerobot_v2_1 with
+decoding (and the stripe index each frame shows), and (b) converts tests/fixtures/lerobot_v2_1 with
 ember's convert_v21_to_v30, opens the result in LeRobot and compares it, item by item, with
 LeRobot's own conversion of the same fixture.
 
@@ -257,7 +257,7 @@ def compare_video_dataset(tool, out):
 
 
 def compare_converted_fixture(tool, out):
-    """(b) tests/data/lerobot_v2_1 converted by ember, against LeRobot's own conversion."""
+    """(b) tests/fixtures/lerobot_v2_1 converted by ember, against LeRobot's own conversion."""
     import shutil
 
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
@@ -271,7 +271,7 @@ def compare_converted_fixture(tool, out):
         convert_dataset("fixture", root=theirs_parent, push_to_hub=False)
     a = LeRobotDataset("ember/fixture", root=mine)
     b = LeRobotDataset("lerobot/fixture", root=os.path.join(theirs_parent, "fixture"))
-    log(f"converted fixture: ember's convert_v21_to_v30 of tests/data/lerobot_v2_1 opened by LeRobot: "
+    log(f"converted fixture: ember's convert_v21_to_v30 of tests/fixtures/lerobot_v2_1 opened by LeRobot: "
         f"{a.num_episodes} episodes, {a.num_frames} frames, decoded with {a.video_backend}")
     check(len(a) == len(b) == 135, f"len {len(a)} / {len(b)} == 135")
     cams = [k for k, f in a.meta.features.items() if f["dtype"] == "video"]

@@ -28,6 +28,7 @@ packages=(
   libmujoco-dev libosmesa6-dev libegl-dev  # sim layer: MuJoCo 2.2.2, OSMesa (CPU) / EGL (GPU) rendering
   python3 python3-venv
   iproute2  # `ip netns` for the two-host launcher test (tests/tools/netns_two_hosts.sh)
+  ccache  # rebuilds: CMake uses it where present
   libgloo-dev  # headers only: libtorch's ProcessGroupGloo.hpp includes them; ember links no libgloo
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then

@@ -11,7 +11,7 @@
 #include "ember/io/json.h"
 #include "ember/data/metadata.h"
 #include "ember/io/parquet/reader.h"
-#include "ember/io/video/decode_bench.h"
+#include "bench/decode_bench.h"
 
 namespace ember::cli {
 
@@ -100,9 +100,9 @@ std::vector<std::string> video_files(const std::vector<std::string>& paths) {
   return files;
 }
 
-int run_bench_decode(const std::vector<std::string>& paths, const io::DecodeBenchOptions& o) {
+int run_bench_decode(const std::vector<std::string>& paths, const bench::DecodeBenchOptions& o) {
   std::vector<std::string> files = video_files(paths);
-  io::DecodeBenchResult r = io::bench_decode(files, o);
+  bench::DecodeBenchResult r = bench::bench_decode(files, o);
   std::string out = "{\"bench\":\"decode\",\"reader\":\"ember\",\"device\":";
   io::append_json_string(out, cpu_model());
   out += ",\"commit\":\"" EMBER_GIT_COMMIT "\"";
@@ -138,7 +138,7 @@ void add_bench_commands(CLI::App& app, Action& action) {
 
   struct DecodeArgs {
     std::vector<std::string> paths;
-    io::DecodeBenchOptions options;
+    bench::DecodeBenchOptions options;
   };
   auto d = std::make_shared<DecodeArgs>();
   CLI::App* dec = bench->add_subcommand("decode", "video decode frames/s: sequential and random access");

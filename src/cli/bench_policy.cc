@@ -1,10 +1,10 @@
 // `ember bench policy`: the policy's training speed per attention backend (see
-// src/ember/train/policy_bench.h); `ember bench loader`: the training loader's speed per number
-// of threads (src/ember/train/loader_bench.h).
+// src/bench/policy_bench.h); `ember bench loader`: the training loader's speed per number
+// of threads (src/bench/loader_bench.h).
 #include "cli/commands.h"
 #include "ember/core/error.h"
-#include "ember/train/loader_bench.h"
-#include "ember/train/policy_bench.h"
+#include "bench/loader_bench.h"
+#include "bench/policy_bench.h"
 
 namespace ember::cli {
 
@@ -39,7 +39,7 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
       } else {
         opts.backends = {*attention};
       }
-      train::run_policy_bench(opts);
+      bench::run_policy_bench(opts);
       return 0;
     };
   });
@@ -57,7 +57,7 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   loader->add_flag("--pin_memory", lo->pin_memory, "pin each batch, as ember train does on CUDA");
   loader->callback([lo, &action] {
     action = [lo] {
-      train::run_loader_bench(*lo);
+      bench::run_loader_bench(*lo);
       return 0;
     };
   });

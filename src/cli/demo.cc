@@ -14,9 +14,9 @@
 #include "ember/train/trainer.h"
 #ifdef EMBER_HAVE_SIM
 #include "ember/sim/collect.h"
-#include "ember/sim/evaluate.h"
+#include "ember/eval/evaluate.h"
 #include "ember/sim/gl_context.h"
-#include "ember/train/sim_policy.h"
+#include "ember/eval/checkpoint_policy.h"
 #endif
 
 namespace ember::cli {
@@ -86,8 +86,8 @@ int run_demo(const DemoOptions& o) {
 
   std::printf("\n[4/4] evaluating the policy closed loop: %d trials\n", o.trials);
   std::fflush(stdout);
-  train::CheckpointSimPolicy policy(trained.last_checkpoint, o.device, 0);
-  sim::EvalOptions e;
+  eval::CheckpointSimPolicy policy(trained.last_checkpoint, o.device, 0);
+  eval::EvalOptions e;
   e.suite = "easy";
   e.trials = o.trials;
   e.n_envs = 2;
@@ -95,7 +95,7 @@ int run_demo(const DemoOptions& o) {
   e.image_size = 64;
   e.renderer = c.renderer;
   e.output_dir = out + "/eval";
-  auto result = sim::evaluate(e, policy);
+  auto result = eval::evaluate(e, policy);
   std::printf("\nember demo: done in %.0f s. Success %.0f%%. Dataset %s, checkpoint %s, eval.json and videos in %s\n",
               seconds_since(start), 100 * result.average_success, c.output_dir.c_str(), trained.last_checkpoint.c_str(),
               e.output_dir.c_str());

@@ -8,7 +8,7 @@
 #include "ember/core/error.h"
 #include "ember/io/video/video_decoder.h"
 #ifdef EMBER_HAVE_SIM
-#include "ember/train/sim_policy.h"
+#include "ember/eval/checkpoint_policy.h"
 #endif
 
 int main(int argc, char** argv) {
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ember::cli::Action action;
 #ifdef EMBER_HAVE_SIM
-  ember::train::register_checkpoint_sim_policy();  // `ember eval --checkpoint DIR`
+  ember::eval::register_checkpoint_sim_policy();  // `ember eval --checkpoint DIR`
 #endif
   ember::cli::add_data_commands(app, action);
   ember::cli::add_bench_commands(app, action);

@@ -18,7 +18,7 @@
 #include "ember/io/png.h"
 #include "ember/core/file.h"
 #include "ember/sim/collect.h"
-#include "ember/sim/evaluate.h"
+#include "ember/eval/evaluate.h"
 #include "ember/sim/expert.h"
 #include "ember/sim/render.h"
 #include "ember/sim/vector_env.h"
@@ -63,7 +63,7 @@ int run_view(const std::string& task_name, const std::string& output, int image_
 }
 
 struct EvalArgs {
-  sim::EvalOptions options;
+  eval::EvalOptions options;
   std::string policy, checkpoint, device, renderer = "auto";
   bool no_videos = false;
 };
@@ -75,7 +75,7 @@ int run_eval(EvalArgs& a) {
     fail(ErrorKind::kInvalidArgument, "--checkpoint: missing for --policy checkpoint");
   sim::find_suite(a.options.suite);  // flag errors before anything starts
   if (a.options.output_dir.empty()) fail(ErrorKind::kInvalidArgument, "--output_dir: missing");
-  sim::check_output_dir(a.options.output_dir, "--output_dir");
+  check_output_dir(a.options.output_dir, "--output_dir");
   a.options.renderer = sim::parse_renderer(a.renderer);
   a.options.videos = !a.no_videos;
   sim::PolicyArgs pa;
@@ -84,7 +84,7 @@ int run_eval(EvalArgs& a) {
   pa.image_size = a.options.image_size;
   pa.seed = a.options.seed;
   std::unique_ptr<sim::Policy> policy = sim::make_policy(a.policy, pa);
-  sim::EvalResult r = sim::evaluate(a.options, *policy);
+  eval::EvalResult r = eval::evaluate(a.options, *policy);
   std::printf("%lld env steps in %.1f s (policy %.1f s in %lld calls, environments %.1f s); results in %s/eval.json\n",
               (long long)r.env_steps, r.seconds, r.policy_seconds, (long long)r.policy_calls, r.env_seconds,
               a.options.output_dir.c_str());

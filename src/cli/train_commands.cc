@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/model/device.h"
 #include "ember/dist/env.h"
 #include "ember/dist/process_group.h"
 #include "ember/train/predict.h"
@@ -34,8 +35,7 @@ int run_train(const std::vector<std::string>& args) {
   // one rank of a job (ember launch, torchrun, srun, mpirun): one GPU per process
   train::TrainerHooks hooks;
   try {
-    bool cuda = config.device == "cuda" || (config.device == "auto" && torch::cuda::is_available());
-    if (cuda && !torch::cuda::is_available()) fail(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
+    const bool cuda = model::resolve_device(config.device).is_cuda();
     if (cuda && env.local_rank >= int(torch::cuda::device_count()))
       fail(ErrorKind::kInvalidArgument, "LOCAL_RANK=" + std::to_string(env.local_rank) + ": this node has only " +
                                             std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
@@ -59,18 +59,10 @@ int run_train(const std::vector<std::string>& args) {
   }
 }
 
-at::Device pick_device(const std::string& name) {
-  if (name == "cpu") return at::kCPU;
-  if (name == "cuda" && !torch::cuda::is_available()) fail(ErrorKind::kInvalidArgument, "--device=cuda: no CUDA device is available");
-  if (name == "cuda" || (name == "auto" && torch::cuda::is_available())) return at::Device(at::kCUDA, 0);
-  if (name != "auto") fail(ErrorKind::kInvalidArgument, "--device: expected auto, cuda or cpu, got '" + name + "'");
-  return at::kCPU;
-}
-
 }  // namespace
 
 int print_prediction(const std::string& checkpoint, const std::string& root, int64_t index, const std::string& device_name) {
-  auto device = pick_device(device_name);
+  auto device = model::resolve_device(device_name);
   auto bundle = train::load_policy(checkpoint, device);
   auto p = train::predict_chunk(bundle, root, index, device);
   std::printf("frame %lld, task \"%s\", checkpoint step %lld\n", (long long)index, p.task.c_str(), (long long)bundle.step);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Command-line behaviour of `ember`: outputs, and one-line errors with exit status 2.
 
-Run by CTest: test_cli.py --ember PATH --data tests/data
+Run by CTest: test_cli.py --ember PATH --data tests/fixtures
 """
 import argparse
 import json

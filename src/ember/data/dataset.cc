@@ -14,8 +14,9 @@ struct Dataset::EpisodeRows {
   io::Table table;  // rows of the episode, frame 0 first
 };
 
-Dataset::Dataset(const std::string& root, DatasetOptions options)
-    : meta_(load_metadata(root)), options_(std::move(options)) {
+Dataset::Dataset(const std::string& root, DatasetOptions options) : Dataset(load_metadata(root), std::move(options)) {}
+
+Dataset::Dataset(Metadata meta, DatasetOptions options) : meta_(std::move(meta)), options_(std::move(options)) {
   const std::string what = meta_.root + ": delta_timestamps";
   for (const auto& [key, deltas] : options_.delta_timestamps) {
     if (!meta_.info.find(key)) fail(ErrorKind::kInvalidArgument, what + ": no feature '" + key + "' in the dataset");

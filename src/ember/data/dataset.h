@@ -57,6 +57,8 @@ class Dataset {
   // Loads the metadata; throws Error naming the file at fault. Checks every delta_timestamps
   // key exists and every offset is a multiple of 1/fps within tolerance.
   explicit Dataset(const std::string& root, DatasetOptions options = {});
+  // The same on metadata already loaded (load_metadata), so a caller reads it once.
+  Dataset(Metadata meta, DatasetOptions options);
 
   const Metadata& meta() const { return meta_; }
   int64_t size() const { return meta_.num_frames(); }

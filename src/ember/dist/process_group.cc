@@ -120,7 +120,7 @@ struct GradReadyHook final : torch::autograd::PostAccumulateGradHook {
   C10dCollectives* owner;
 };
 
-class C10dCollectives final : public train::Collectives {
+class C10dCollectives final : public Collectives {
  public:
   // backend: the tensors' collectives (NCCL on CUDA, Gloo on CPU); host: Gloo, for the host's
   // scalars and barriers (on CPU, the same backend)
@@ -518,7 +518,7 @@ void GradReadyHook::operator()(const torch::autograd::Variable&) {
 
 }  // namespace
 
-GradSyncStats grad_sync_stats(const train::Collectives& collectives) {
+GradSyncStats grad_sync_stats(const Collectives& collectives) {
   auto* c = dynamic_cast<const C10dCollectives*>(&collectives);
   return c ? c->stats_ : GradSyncStats{};
 }
@@ -570,7 +570,7 @@ std::string local_address_towards(const std::string& host, int port) {
   throw Error(ErrorKind::kIO, "MASTER_ADDR=" + host + ": no route from this host: " + error);
 }
 
-std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
+std::shared_ptr<Collectives> make_collectives(const DistEnv& env, const at::Device& device,
                                                      std::chrono::milliseconds timeout, int64_t bucket_bytes,
                                                      bool bf16_gradients) {
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);

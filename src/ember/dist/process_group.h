@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "ember/dist/env.h"
-#include "ember/train/trainer.h"
+#include "ember/dist/collectives.h"
 
 namespace ember::dist {
 
@@ -37,7 +37,7 @@ inline constexpr int64_t kBucketBytes = 25 << 20;
 // timeout (naming MASTER_ADDR:MASTER_PORT), kUnsupported when this build lacks the backend.
 // The result is used from one thread at a time. bf16_gradients: fp32 gradient buckets are summed
 // as bf16 copies, then written back (half the traffic; PyTorch DDP's bf16_compress_hook).
-std::shared_ptr<train::Collectives> make_collectives(const DistEnv& env, const at::Device& device,
+std::shared_ptr<Collectives> make_collectives(const DistEnv& env, const at::Device& device,
                                                      std::chrono::milliseconds timeout, int64_t bucket_bytes = kBucketBytes,
                                                      bool bf16_gradients = false);
 
@@ -47,7 +47,7 @@ struct GradSyncStats {
   int64_t syncs = 0, buckets = 0, launched_in_backward = 0;
 };
 // Zeros for collectives not made by make_collectives.
-GradSyncStats grad_sync_stats(const train::Collectives& collectives);
+GradSyncStats grad_sync_stats(const Collectives& collectives);
 
 // Groups tensors (same device, any dtypes) into buckets of at most `bytes` (a larger tensor is a
 // bucket of its own), each of one dtype, in order. Returns index lists into tensors.

@@ -7,7 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "ember/model/fused_kernels.h"
+#include "ember/kernels/fused_kernels.h"
 #endif
 
 namespace ember::model {

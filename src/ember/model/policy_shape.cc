@@ -30,9 +30,13 @@ namespace {
 void require(bool ok, const std::string& field, const std::string& what) {
   if (!ok) throw Error(ErrorKind::kInvalidArgument, "policy shape: " + field + " " + what);
 }
+constexpr int kMaxWidth = 1 << 16;
+
 void validate_tower(const TowerShape& t, const std::string& name) {
   require(t.width > 0 && t.layers > 0 && t.heads > 0 && t.kv_heads > 0 && t.head_dim > 0 && t.mlp > 0,
           name, "has a non-positive size");
+  require(t.width <= kMaxWidth && t.mlp <= kMaxWidth && t.head_dim <= kMaxWidth && t.heads <= 1024 && t.layers <= 1024, name,
+          "has a size past ember's bounds (widths up to 65536, heads and layers up to 1024)");
   require(t.heads % t.kv_heads == 0, name + ".heads", "must be a multiple of kv_heads");
   require(t.head_dim % 2 == 0, name + ".head_dim", "must be even (rotary embedding)");
 }
@@ -42,6 +46,8 @@ void validate(const PolicyShape& s) {
   const auto& v = s.vision;
   require(v.image_size > 0 && v.patch > 0 && v.width > 0 && v.layers > 0 && v.heads > 0 && v.mlp > 0,
           "vision", "has a non-positive size");
+  require(v.image_size <= 4096 && v.width <= kMaxWidth && v.mlp <= kMaxWidth && v.heads <= 1024 && v.layers <= 1024, "vision",
+          "has a size past ember's bounds (image_size up to 4096, widths up to 65536, heads and layers up to 1024)");
   require(v.image_size % v.patch == 0, "vision.image_size", "must be a multiple of vision.patch");
   require(v.width % v.heads == 0, "vision.width", "must be a multiple of vision.heads");
   validate_tower(s.lm, "lm");
@@ -55,6 +61,12 @@ void validate(const PolicyShape& s) {
   require(s.max_cameras > 0, "max_cameras", "must be positive");
   require(s.max_prompt > 0, "max_prompt", "must be positive");
   require(s.flow_steps > 0, "flow_steps", "must be positive");
+  require(s.vocab <= (1 << 24) && s.horizon <= 4096 && s.max_action_dim <= 4096 && s.max_cameras <= 64 && s.max_prompt <= (1 << 16) &&
+              s.flow_steps <= 1000,
+          "policy", "has a size past ember's bounds (vocab 2^24, horizon 4096, max_action_dim 4096, max_cameras 64, max_prompt 65536, "
+                    "flow_steps 1000)");
+  require(parameter_count(s) <= int64_t(1e11), "policy", "would have " + std::to_string(parameter_count(s)) +
+                                                             " parameters (more than 10^11)");
 }
 
 namespace {

@@ -7,7 +7,7 @@
 #include "ember/core/error.h"
 #include "ember/data/dataset_writer.h"
 #include "ember/io/video/video_decoder.h"
-#include "ember/sim/evaluate.h"
+#include "ember/core/output_dir.h"
 #include "ember/sim/expert.h"
 #include "ember/sim/features.h"
 #include "ember/sim/rollout.h"

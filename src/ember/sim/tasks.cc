@@ -9,6 +9,7 @@
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/core/json_file.h"
 #include "ember/sim/scene.h"
 
 namespace ember::sim {
@@ -215,8 +216,7 @@ std::vector<InitState> read_init_states(const TaskSpec& task, const std::string&
   std::vector<InitState> out;
   const std::vector<std::string> bodies = task_bodies(task);
   try {
-    std::vector<uint8_t> bytes = read_file(path);
-    nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    nlohmann::json j = read_json_file(path);
     if (j.at("task").get<std::string>() != task.name) fail_corrupt(path + ": \"task\" is not " + task.name);
     for (const auto& state : j.at("states")) {
       InitState s;

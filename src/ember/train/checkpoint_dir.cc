@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
+#include "ember/core/json_file.h"
+#include "ember/io/checksum.h"
 #include "ember/core/file.h"
 
 namespace fs = std::filesystem;
@@ -20,6 +22,7 @@ namespace {
 
 constexpr const char* kLatest = "latest";
 constexpr const char* kComplete = "COMPLETE";
+constexpr const char* kChecksums = "checksums.json";
 
 [[noreturn]] void fail_io(const fs::path& path, const std::string& what) {
   fail(ErrorKind::kIO, path.string() + ": " + what + ": " + std::strerror(errno));
@@ -68,6 +71,46 @@ void remove_tree(const fs::path& path) {
 
 }  // namespace
 
+void write_checksums(const fs::path& dir) {
+  nlohmann::json files = nlohmann::json::object();
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != kChecksums) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) {
+    auto c = io::file_checksum(p.string());
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", unsigned(c.crc32));
+    files[p.filename().string()] = {{"bytes", c.bytes}, {"crc32", hex}};
+  }
+  write_json_file((dir / kChecksums).string(), nlohmann::json{{"files", files}});
+}
+
+void verify_checksums(const fs::path& dir) {
+  const fs::path list = dir / kChecksums;
+  std::error_code ec;
+  if (!fs::exists(list, ec)) return;  // written by an ember from before checksums
+  auto j = read_json_file(list.string());
+  if (!j.is_object() || !j.contains("files") || !j["files"].is_object())
+    fail_corrupt(list.string() + ": \"files\" must be an object");
+  for (const auto& [name, want] : j["files"].items()) {
+    const fs::path file = dir / name;
+    if (name.find('/') != std::string::npos || !want.is_object() || !want.contains("bytes") || !want.contains("crc32") ||
+        !want["bytes"].is_number_unsigned() || !want["crc32"].is_string())
+      fail_corrupt(list.string() + ": entry \"" + name + "\" must be {\"bytes\": N, \"crc32\": \"hex\"}");
+    if (!fs::is_regular_file(file, ec)) fail(ErrorKind::kNotFound, file.string() + ": missing (listed in " + list.string() + ")");
+    auto got = io::file_checksum(file.string());
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", unsigned(got.crc32));
+    if (got.bytes != want["bytes"].get<uint64_t>() || hex != want["crc32"].get<std::string>())
+      fail_corrupt(file.string() + ": damaged since it was saved (" + std::to_string(got.bytes) + " bytes, crc32 " + hex + "; " +
+                   list.string() + " records " + std::to_string(want["bytes"].get<uint64_t>()) + " bytes, crc32 " +
+                   want["crc32"].get<std::string>() + ")");
+  }
+}
+
+int64_t checkpoint_step(const fs::path& dir) { return step_of_name(dir.filename().string()); }
+
 std::string checkpoint_dir_name(int64_t step) {
   std::string digits = std::to_string(step);
   return digits.size() < 6 ? std::string(6 - digits.size(), '0') + digits : digits;
@@ -78,8 +121,7 @@ bool is_complete_checkpoint(const fs::path& dir) {
   const fs::path marker = dir / kComplete;
   if (!fs::is_regular_file(marker, ec)) return false;
   try {
-    const std::vector<uint8_t> bytes = read_file(marker.string());
-    auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    auto j = read_json_file(marker.string());
     return j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
            j["step"].get<int64_t>() == step_of_name(dir.filename().string());
   } catch (const std::exception&) {
@@ -141,6 +183,7 @@ fs::path CheckpointWriter::save(int64_t step, const std::function<void(const fs:
   if (ec) fail(ErrorKind::kIO, tmp.string() + ": cannot create: " + ec.message());
   try {
     write_files(tmp);
+    write_checksums(tmp);
     const std::string marker = "{\"step\": " + std::to_string(step) + "}\n";
     AtomicFile complete((tmp / kComplete).string());
     complete.write(marker.data(), marker.size());

@@ -57,6 +57,17 @@ class CheckpointWriter {
   int keep_last_;
 };
 
+// The step a checkpoint directory's name says (checkpoints/000500: 500), or -1 if its name is not
+// all digits.
+int64_t checkpoint_step(const std::filesystem::path& dir);
+
+// Every file of a checkpoint, but the marker, is listed with its size and CRC-32 in
+// checksums.json at save time (CheckpointWriter::save). verify_checksums(dir) rereads them and
+// throws kCorruption naming a file whose bytes changed since (kNotFound for a missing one); a
+// checkpoint without checksums.json (saved before ember wrote them) passes.
+void write_checksums(const std::filesystem::path& dir);
+void verify_checksums(const std::filesystem::path& dir);
+
 // True if dir holds a `COMPLETE` marker naming the step its directory name says.
 bool is_complete_checkpoint(const std::filesystem::path& dir);
 

@@ -7,7 +7,7 @@
 
 namespace ember::train {
 
-Loader::Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const SampleBuilder& builder,
+Loader::Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const model::SampleBuilder& builder,
                const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start)
     : dataset_(dataset), sampler_(sampler), builder_(builder), shape_(shape), options_(options),
       pool_(size_t(std::max(1, options.workers))) {
@@ -32,7 +32,7 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
   for (int64_t frame : share.frames) {
     futures.push_back(pool_.submit([this, frame, epoch_seed] {
       if (options_.image_shift <= 0) return builder_.build(dataset_.get(frame));
-      SampleBuilder::RandomShift shift{options_.image_shift, data::mix64(epoch_seed + uint64_t(frame))};
+      model::SampleBuilder::RandomShift shift{options_.image_shift, data::mix64(epoch_seed + uint64_t(frame))};
       return builder_.build(dataset_.get(frame), /*with_actions=*/true, &shift);
     }));
   }

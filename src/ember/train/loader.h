@@ -16,7 +16,7 @@
 #include "ember/data/dataset.h"
 #include "ember/data/sampler.h"
 #include "ember/model/policy_inputs.h"
-#include "ember/train/policy_data.h"
+#include "ember/model/processor.h"
 
 namespace ember::train {
 
@@ -29,7 +29,7 @@ struct LoaderOptions {
   int64_t prefix_multiple = 0;  // varlen: prefix rounded up with filler (model::CollateOptions)
   model::AttentionBackend backend = model::AttentionBackend::kVarlen;
   bool pin_memory = false;
-  // > 0: random image shifts (SampleBuilder::RandomShift) seeded by (seed, epoch, frame)
+  // > 0: random image shifts (model::SampleBuilder::RandomShift) seeded by (seed, epoch, frame)
   double image_shift = 0;
   uint64_t seed = 0;
 };
@@ -49,7 +49,7 @@ struct TrainBatch {
 class Loader {
  public:
   // Starts producing at `start`. dataset, sampler and builder must outlive the loader.
-  Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const SampleBuilder& builder,
+  Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const model::SampleBuilder& builder,
          const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start);
   ~Loader();  // stops the producer (in-flight work finishes)
 
@@ -63,7 +63,7 @@ class Loader {
 
   const data::Dataset& dataset_;
   const data::FrameSampler& sampler_;
-  const SampleBuilder& builder_;
+  const model::SampleBuilder& builder_;
   model::PolicyShape shape_;
   LoaderOptions options_;
   ThreadPool pool_;

@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "ember/model/fused_ops.h"
-#include "ember/train/adamw_kernel.h"
+#include "ember/kernels/adamw_kernel.h"
 #endif
 
 namespace ember::train {

@@ -11,9 +11,13 @@
 
 #include "ember/model/weights.h"
 
+namespace ember::dist {
+class Collectives;  // dist/collectives.h
+}  // namespace ember::dist
+
 namespace ember::train {
 
-class Collectives;  // trainer.h
+using dist::Collectives;
 
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.01;

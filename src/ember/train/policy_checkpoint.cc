@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "ember/core/error.h"
+#include "ember/core/json_file.h"
 #include "ember/core/file.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
@@ -31,14 +32,7 @@ void write_text(const fs::path& path, const std::string& text) {
 
 nlohmann::json read_json(const fs::path& path) {
   if (!fs::exists(path)) throw Error(ErrorKind::kNotFound, path.string() + ": no such file (not a checkpoint?)");
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kCorruption, path.string() + ": " + e.what());
-  }
+  return read_json_file(path.string());
 }
 
 }  // namespace
@@ -100,9 +94,10 @@ fs::path resolve_checkpoint(const fs::path& path) {
 
 PolicyBundle load_policy(const fs::path& path, const at::Device& device) {
   fs::path dir = resolve_checkpoint(path);
+  verify_checksums(dir);
   PolicyBundle b;
   b.shape = shape_from_json(read_json(dir / "policy.json"), (dir / "policy.json").string());
-  b.spec = FeatureSpec::from_json(read_json(dir / "features.json"), (dir / "features.json").string());
+  b.spec = model::FeatureSpec::from_json(read_json(dir / "features.json"), (dir / "features.json").string());
   b.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::load((dir / "tokenizer.model").string()));
   b.policy = model::Pi05Policy(b.shape);
   model::NamedTensors params;

@@ -11,7 +11,7 @@
 
 #include "ember/model/pi05.h"
 #include "ember/model/tokenizer.h"
-#include "ember/train/policy_data.h"
+#include "ember/model/processor.h"
 
 namespace ember::train {
 
@@ -20,7 +20,7 @@ model::PolicyShape shape_from_json(const nlohmann::json& j, const std::string& w
 
 struct PolicyBundle {
   model::PolicyShape shape;
-  FeatureSpec spec;
+  model::FeatureSpec spec;
   std::unique_ptr<model::Tokenizer> tokenizer;
   model::Pi05Policy policy{nullptr};
   int64_t step = 0;  // the training step of the checkpoint (0 when unknown)

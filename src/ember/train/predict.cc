@@ -8,7 +8,7 @@
 namespace ember::train {
 
 Prediction predict_chunk(PolicyBundle& b, const std::string& root, int64_t index, const at::Device& device, uint64_t seed) {
-  SampleBuilder builder(b.spec, b.shape, *b.tokenizer);
+  model::SampleBuilder builder(b.spec, b.shape, *b.tokenizer);
   data::Dataset dataset(root, builder.dataset_options());
   for (const auto& cam : b.spec.cameras)
     if (!dataset.meta().info.find(cam))

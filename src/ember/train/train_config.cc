@@ -4,12 +4,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <set>
 #include <span>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/core/json_file.h"
 
 namespace ember::train {
 
@@ -270,7 +272,7 @@ void leaf_names(const json& j, const std::string& prefix, std::vector<std::strin
 }
 
 template <class T>
-void require(bool ok, const char* flag, const T& value, const char* expected) {
+void require(bool ok, const char* flag, const T& value, const std::string& expected) {
   if (ok) return;
   if constexpr (std::is_arithmetic_v<T>) {
     json j = value;
@@ -328,21 +330,11 @@ TrainConfig from_json(const json& j, const std::string& source) {
 }
 
 void save_train_config(const TrainConfig& config, const std::filesystem::path& file) {
-  const std::string text = to_json(config).dump(2) + "\n";
-  AtomicFile out(file.string());
-  out.write(text.data(), text.size());
-  out.commit();
+  write_json_file(file.string(), to_json(config));
 }
 
 TrainConfig load_train_config(const std::filesystem::path& file) {
-  const std::vector<uint8_t> bytes = read_file(file.string());
-  json j;
-  try {
-    j = json::parse(bytes.begin(), bytes.end());
-  } catch (const json::exception& e) {
-    bad(file.string() + ": not valid JSON: " + e.what());
-  }
-  return from_json(j, file.string());
+  return from_json(read_json_file(file.string()), file.string());
 }
 
 TrainConfig parse_train_flags(const std::vector<std::string>& args) {
@@ -384,6 +376,11 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args) {
   return config;
 }
 
+namespace {
+constexpr int64_t kMaxBatchSize = 1 << 16, kMaxWorkers = 1024, kMaxHorizon = 4096, kMaxDim = 4096,
+                  kMaxImageSize = 4096, kMaxSteps = int64_t(1) << 40;
+}  // namespace
+
 void validate(const TrainConfig& c) {
   // choice fields (a config built in code or read from a file)
   visit_fields(c, [&](const char* name, const auto& field, Choices choices) {
@@ -395,11 +392,18 @@ void validate(const TrainConfig& c) {
   });
   require(!c.dataset.root.empty(), "dataset.root", c.dataset.root, "a dataset directory (the flag is required)");
   require(!c.output_dir.empty(), "output_dir", c.output_dir, "an output directory (the flag is required)");
-  require(c.steps > 0, "steps", c.steps, "a positive integer");
-  require(c.batch_size > 0, "batch_size", c.batch_size, "a positive integer");
+  {
+    std::error_code ec;
+    require(!std::filesystem::exists(c.output_dir, ec) || std::filesystem::is_directory(c.output_dir, ec), "output_dir",
+            c.output_dir, "a directory (this path is a file)");
+  }
+  require(c.steps > 0 && c.steps <= kMaxSteps, "steps", c.steps, "1 to " + std::to_string(kMaxSteps));
+  // upper bounds: a value past them asks for more memory or threads than any machine has
+  require(c.batch_size > 0 && c.batch_size <= kMaxBatchSize, "batch_size", c.batch_size,
+          "1 to " + std::to_string(kMaxBatchSize) + " samples per step");
   require(c.log_freq > 0, "log_freq", c.log_freq, "a positive integer");
   require(c.save_freq > 0, "save_freq", c.save_freq, "a positive integer");
-  if (c.num_workers) require(*c.num_workers >= 0, "num_workers", *c.num_workers, "a non-negative integer");
+  if (c.num_workers) require(*c.num_workers >= 0 && *c.num_workers <= kMaxWorkers, "num_workers", *c.num_workers, "0 to " + std::to_string(kMaxWorkers) + " threads");
   require(c.profile_steps >= 0, "profile_steps", c.profile_steps, "a non-negative integer");
   require(c.dataset.image_transforms_max_shift >= 0 && c.dataset.image_transforms_max_shift <= 0.5,
           "dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, "a fraction in [0, 0.5]");
@@ -412,19 +416,19 @@ void validate(const TrainConfig& c) {
   require(c.scheduler.decay_steps > 0, "scheduler.decay_steps", c.scheduler.decay_steps, "a positive integer");
   require(c.scheduler.min_lr_ratio >= 0 && c.scheduler.min_lr_ratio <= 1, "scheduler.min_lr_ratio",
           c.scheduler.min_lr_ratio, "a number in [0, 1]");
-  require(c.policy.horizon > 0, "policy.horizon", c.policy.horizon, "a positive integer");
-  require(c.policy.max_state_dim > 0, "policy.max_state_dim", c.policy.max_state_dim, "a positive integer");
-  require(c.policy.max_action_dim > 0, "policy.max_action_dim", c.policy.max_action_dim, "a positive integer");
-  require(c.policy.num_steps > 0, "policy.num_steps", c.policy.num_steps, "a positive integer");
+  require(c.policy.horizon > 0 && c.policy.horizon <= kMaxHorizon, "policy.horizon", c.policy.horizon, "1 to " + std::to_string(kMaxHorizon) + " actions");
+  require(c.policy.max_state_dim > 0 && c.policy.max_state_dim <= kMaxDim, "policy.max_state_dim", c.policy.max_state_dim, "1 to " + std::to_string(kMaxDim));
+  require(c.policy.max_action_dim > 0 && c.policy.max_action_dim <= kMaxDim, "policy.max_action_dim", c.policy.max_action_dim, "1 to " + std::to_string(kMaxDim));
+  require(c.policy.num_steps > 0 && c.policy.num_steps <= 1000, "policy.num_steps", c.policy.num_steps, "1 to 1000 denoising steps");
   if (c.policy.token_budget) {
-    require(*c.policy.token_budget > 0, "policy.token_budget", *c.policy.token_budget, "a positive integer");
+    require(*c.policy.token_budget > 0 && *c.policy.token_budget <= (int64_t(1) << 24), "policy.token_budget", *c.policy.token_budget, "1 to 16777216 tokens");
   }
   require(c.policy.prefix_multiple >= 0 && c.policy.prefix_multiple <= 4096, "policy.prefix_multiple",
           c.policy.prefix_multiple, "0 to 4096 tokens");
   require(c.policy.prefix_multiple <= 1 || c.policy.attention == "varlen", "policy.prefix_multiple",
           c.policy.prefix_multiple, "0 with --policy.attention=padded (the padded layout has fixed shapes)");
   if (c.dataset.image_size) {
-    require(*c.dataset.image_size > 0, "dataset.image_size", *c.dataset.image_size, "a positive integer");
+    require(*c.dataset.image_size > 0 && *c.dataset.image_size <= kMaxImageSize, "dataset.image_size", *c.dataset.image_size, "1 to " + std::to_string(kMaxImageSize) + " pixels");
   }
   if (c.dataset.episodes) {
     require(!c.dataset.episodes->empty(), "dataset.episodes", std::string(), "at least one episode index");

@@ -1,7 +1,7 @@
 #include "ember/train/train_setup.h"
 
 #include "ember/core/error.h"
-#include "ember/train/policy_data.h"
+#include "ember/model/processor.h"
 
 namespace ember::train {
 
@@ -27,7 +27,7 @@ model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta
   if (c.policy.tokenizer_path) return model::Tokenizer::load(*c.policy.tokenizer_path);
   model::TokenizerTrainOptions o;
   o.vocab_size = c.policy.preset == "tiny" ? 512 : 2048;
-  return model::train_tokenizer(tokenizer_training_texts(meta), o);
+  return model::train_tokenizer(model::tokenizer_training_texts(meta), o);
 }
 
 }  // namespace ember::train

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ember/train/optimizer.h"
-#include "ember/train/trainer.h"
+#include "ember/dist/collectives.h"
 
 namespace ember::train {
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Closed loop in simulation on a GPU node: collect scripted-expert demonstrations of the ember10
+# suite (EGL rendering, PNG cameras: the GPU nodes have no FFmpeg), train a policy on them for a
+# bounded time, evaluate it on the suite's committed initial states: success per task.
+#
+#   bash bench/sim_train_eval.sh collect|train|eval|all|speed
+#
+#   collect  ember sim collect --suite ember10 --episodes_per_task EPISODES --image_size IMAGE
+#            --n_envs 16 --renderer egl --camera_dtype image, then ember data check
+#   train    ember train (PRESET, batch BATCH, horizon HORIZON, vision tower at VISION px), stopped
+#            after TRAIN_SECONDS at the latest; a checkpoint every SAVE steps keeps the work
+#   eval     ember eval --checkpoint (the run's latest) --suite ember10 --trials TRIALS
+#            --n_envs N_ENVS --replan_steps REPLAN --image_size IMAGE --renderer egl
+#   all      the three in turn (longer than one device call at the defaults: run them apart)
+#   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
+# Environment (defaults are the recipe of 2026-11-30, 71.4 % average success):
+#   EPISODES=50 IMAGE=128 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000 LR=3e-4
+#   SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
+#   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
+#   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
+#   EMBER          the binary (default build-gpu/bin/ember: bench/gpu_build.sh with .gl carried)
+# Device-time cost on one H200, 2026-11-30: collect 195 s (500 episodes, 18701 frames), train
+# TRAIN_SECONDS (540 s), eval 137 s (500 trials). Each phase fits one 10-minute call; the
+# phases share WORK, so run them on the same warm machine.
+# Writes under $OUT (default /tmp/ember-out): collect.log, RUN.log, RUN_metrics.jsonl,
+# eval_RUN.txt (the success table), eval_RUN.json, eval_RUN_videos.txt (the rollout files,
+# which stay on the node under WORK), bench_sim_egl.jsonl.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ember="${EMBER:-$root/build-gpu/bin/ember}"
+work="${WORK:-/tmp/ember-sim}"
+out="${OUT:-/tmp/ember-out}"
+export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (device README)
+run="${RUN:-train}"
+image="${IMAGE:-128}"
+mkdir -p "$work" "$out"
+[[ -x "$ember" ]] || { echo "sim_train_eval.sh: $ember: not built (bench/gpu_build.sh)" >&2; exit 2; }
+# the NVIDIA driver's EGL vendor file, where the node has it there (the device README)
+vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[[ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" && -f $vendor ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
+
+collect() {
+  rm -rf "$work/data"
+  "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-50}" --output_dir "$work/data" \
+    --image_size "$image" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -n 15 | tee "$out/collect.log"
+  "$ember" data check "$work/data" 2>&1 | tail -n 3 | tee -a "$out/collect.log"
+}
+
+train() {
+  rm -rf "${work:?}/$run"
+  timeout "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device=cuda \
+    --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
+    --steps="${STEPS:-6000}" --batch_size="${BATCH:-128}" --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 \
+    --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" ${TRAIN_EXTRA:-} 2>&1 | tail -n 40 | tee "$out/$run.log"
+  local rc=${PIPESTATUS[0]}
+  ((rc == 124)) && echo "train: stopped by TRAIN_SECONDS=${TRAIN_SECONDS:-540} (the latest checkpoint is evaluated)" | tee -a "$out/$run.log"
+  cp "$work/$run/metrics.jsonl" "$out/${run}_metrics.jsonl"
+  ((rc == 0 || rc == 124))
+}
+
+evaluate() {
+  local ev="$work/eval_$run"
+  rm -rf "$ev"
+  "$ember" eval --checkpoint "$work/$run" --suite ember10 --trials "${TRIALS:-50}" --n_envs "${N_ENVS:-50}" \
+    --replan_steps "${REPLAN:-5}" --image_size "$image" --renderer egl --device cuda --output_dir "$ev" 2>&1 |
+    tail -n 20 | tee "$out/eval_$run.txt"
+  cp "$ev/eval.json" "$out/eval_$run.json"
+  ls "$ev/videos" >"$out/eval_${run}_videos.txt"
+}
+
+case "${1:?usage: bench/sim_train_eval.sh collect|train|eval|all|speed}" in
+  collect) collect ;;
+  train) train ;;
+  eval) evaluate ;;
+  all) collect && train && evaluate ;;
+  speed) "$ember" bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 --seconds 3 2>&1 | tee "$out/bench_sim_egl.jsonl" ;;
+  *) echo "usage: bench/sim_train_eval.sh collect|train|eval|all|speed" >&2; exit 2 ;;
+esac

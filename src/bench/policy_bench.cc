@@ -1,0 +1,252 @@
+#include "bench/policy_bench.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string>
+
+#include "ember/core/error.h"
+#include "ember/core/thread_pool.h"
+#include "ember/model/device.h"
+#include "ember/model/flops.h"
+#include "ember/model/pi05.h"
+#include "ember/train/schedule.h"
+#include "ember/train/train_step.h"
+#include "ember/train/peak_flops.h"
+#include "ember/train/profiler.h"
+#include "ember/train/cuda_setup.h"
+
+namespace ember::bench {
+
+using namespace ember::train;
+
+namespace {
+
+struct StreamSpec {
+  int min_cams, max_cams, min_words, max_words, state_dim, min_action, max_action;
+};
+
+StreamSpec stream_spec(const std::string& name) {
+  if (name == "libero") return {2, 2, 8, 30, 8, 7, 7};
+  if (name == "community") return {1, 3, 3, 60, 8, 6, 14};
+  throw Error(ErrorKind::kInvalidArgument, "--stream: expected libero or community, got '" + name + "'");
+}
+
+std::vector<model::PolicySample> make_stream(const StreamSpec& s, const model::PolicyShape& shape, int64_t n, std::mt19937_64& rng) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  std::vector<model::PolicySample> out(n);
+  const int size = shape.vision.image_size;
+  for (auto& sample : out) {
+    int cams = uniform(s.min_cams, s.max_cams);
+    std::vector<int> slots = {0, 1, 2};
+    std::shuffle(slots.begin(), slots.end(), rng);
+    slots.resize(cams);
+    std::sort(slots.begin(), slots.end());
+    for (int slot : slots) {
+      sample.images.push_back(at::rand({3, size, size}) * 2 - 1);
+      sample.camera_slots.push_back(slot);
+    }
+    int words = uniform(s.min_words, s.max_words);
+    int tokens = std::min(shape.max_prompt, 1 + 6 + int(std::ceil(1.3 * words)) + 2 * s.state_dim);
+    for (int j = 0; j < tokens; ++j) sample.prompt.push_back(uniform(4, shape.vocab - 1));
+    int dim = uniform(s.min_action, s.max_action);
+    sample.actions = at::randn({shape.horizon, dim});
+    sample.action_is_pad = at::zeros({shape.horizon}, at::kBool);
+  }
+  return out;
+}
+
+void sync(const at::Device& d) {
+  if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+}  // namespace
+
+std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
+  auto shape = model::preset_shape(o.preset);
+  auto spec = stream_spec(o.stream);
+  if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
+  if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
+  if (!o.profile.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.profile, ec);
+    if (ec || !std::filesystem::is_directory(o.profile))
+      throw Error(ErrorKind::kInvalidArgument, "--profile " + o.profile + ": cannot create the directory (" + ec.message() + ")");
+  }
+  if (o.profile_shapes && o.profile.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--profile_shapes: needs --profile DIR");
+  if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
+    throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
+  const bool bf16_params = o.param_dtype == "bf16";
+  if (o.prefix_multiple < 0 || o.prefix_multiple > 4096)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--prefix_multiple: expected 0 to 4096 tokens, got " + std::to_string(o.prefix_multiple));
+  std::vector<model::AttentionBackend> backends;
+  for (const auto& b : o.backends) backends.push_back(model::parse_attention_backend(b));
+  at::Device device = model::resolve_device(o.device);
+  const bool bf16 = o.bf16 && device.is_cuda();
+  if (device.is_cuda()) configure_cuda_allocator();
+  if (!device.is_cuda()) at::set_num_threads(usable_cores());
+  const double peak = measure_peak_flops(device, bf16);
+
+  // the same samples for every backend: (warmup + steps) batches
+  std::mt19937_64 rng(o.seed);
+  at::manual_seed(o.seed);
+  std::vector<std::vector<model::PolicySample>> batches;
+  for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size, rng));
+
+  std::vector<std::string> lines;
+  std::vector<double> samples_per_s, layout_flops_per_sample;
+  for (auto backend : backends) {
+    at::manual_seed(o.seed);
+    // the policy, its optimizer and the step are ember train's, on its default settings
+    TrainConfig config;
+    config.policy.preset = o.preset;
+    config.policy.param_dtype = o.param_dtype;
+    config.policy.attention = model::attention_backend_name(backend);
+    PolicyState state = build_policy_state(config, shape, device, nullptr);
+    TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
+    LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
+                        fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, int64_t(batches.size()))};
+    if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    double timed_s = 0, real_flops = 0, layout_flops = 0, filler_flops = 0, last_loss = 0;
+    double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
+    int64_t real_tokens = 0, samples = 0;
+    std::string trace;
+    // every step's inputs, collated and pinned before any step is timed
+    std::vector<TrainBatch> hosts;
+    for (const auto& b : batches) {
+      std::vector<const model::PolicySample*> ptrs;
+      for (const auto& s : b) ptrs.push_back(&s);
+      auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
+      TrainBatch batch;
+      batch.samples = host.samples;
+      batch.loss_count = host.action_mask.sum().item<double>();
+      batch.micro.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
+      hosts.push_back(std::move(batch));
+    }
+    // The timed steps run back to back, as in training: the host queues each step while the GPU
+    // runs the one before. Only --phases synchronises inside a step (to time its parts).
+    at::Tensor last_loss_t;
+    int64_t step_index = 0;
+    auto run_step = [&](const TrainBatch& batch, bool timed) {
+      if (o.phases) sync(device);
+      auto since = std::chrono::steady_clock::now();
+      PhaseMark mark;
+      if (o.phases)
+        mark = [&](StepPhase phase) {
+          sync(device);
+          auto now = std::chrono::steady_clock::now();
+          double& acc = phase == StepPhase::kCopy ? phase_copy
+                        : phase == StepPhase::kForward ? phase_forward
+                        : phase == StepPhase::kBackward ? phase_backward : phase_optimizer;
+          if (timed) acc += std::chrono::duration<double>(now - since).count();
+          since = now;
+        };
+      last_loss_t = step.run(batch, schedule.at(step_index++), mark).loss;
+    };
+    std::set<std::string> warm_keys;  // the shapes the untimed steps ran (--warm_shapes)
+    int warm_shape_steps = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      if (int(i) == o.warmup) {
+        // --warm_shapes: an untimed step on each timed batch whose shapes no step has run yet
+        if (o.warm_shapes)
+          for (size_t j = i; j < hosts.size(); ++j)
+            if (warm_keys.insert(hosts[j].micro[0].shape_key()).second) {
+              run_step(hosts[j], false);
+              ++warm_shape_steps;
+            }
+        sync(device);
+        if (!o.profile.empty()) {
+          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
+                                                      model::attention_backend_name(backend) + ".json")).string();
+          start_profiler(device.is_cuda(), o.profile_shapes);
+        }
+        t0 = std::chrono::steady_clock::now();
+      }
+      const auto& host = hosts[i].micro[0];
+      if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(host.shape_key());
+      run_step(hosts[i], int(i) >= o.warmup);
+      if (int(i) < o.warmup) continue;
+      samples += host.samples;
+      real_flops += model::train_flops(model::real_work(host, shape), shape);
+      auto layout = model::layout_work(host, shape);
+      const double with_filler = model::train_flops(layout, shape);
+      layout.filler_tokens = 0;
+      layout_flops += with_filler;
+      filler_flops += with_filler - model::train_flops(layout, shape);
+      real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+    }
+    // the host's time to queue the timed steps; the step time less this is how far the host had
+    // run ahead of the GPU by the end (a few ms: the GPU was waiting for the host somewhere)
+    const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sync(device);
+    timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    last_loss = last_loss_t.item<double>();
+    if (!trace.empty()) stop_profiler(trace);
+    nlohmann::ordered_json j;
+    j["bench"] = "policy";
+    j["preset"] = o.preset;
+    j["attention"] = model::attention_backend_name(backend);
+    j["stream"] = o.stream;
+    j["device"] = device.is_cuda() ? "cuda" : "cpu";
+    j["dtype"] = bf16 || bf16_params ? "bf16" : "fp32";
+    j["param_dtype"] = o.param_dtype;
+    j["batch_size"] = o.batch_size;
+    j["steps"] = o.steps;
+    j["parameters"] = model::parameter_count(shape);
+    j["samples_per_s"] = samples / timed_s;
+    j["tokens_per_s"] = real_tokens / timed_s;
+    j["step_time_s"] = timed_s / o.steps;
+    j["host_queue_time_s"] = queued_s / o.steps;
+    j["warm_shape_steps"] = warm_shape_steps;  // untimed steps --warm_shapes added (0 when off)
+    j["model_tflops_per_sample"] = real_flops / samples / 1e12;
+    j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
+    if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
+      j["prefix_multiple"] = o.prefix_multiple;
+      j["filler_tflops_per_sample"] = filler_flops / samples / 1e12;  // included in layout_tflops
+    }
+    j["measured_peak_tflops"] = peak / 1e12;
+    j["mfu"] = real_flops / timed_s / peak;           // useful (real-token) FLOPs
+    j["hardware_flops_util"] = layout_flops / timed_s / peak;  // what the layout computes, padding included
+    double nominal = nominal_peak_flops(device);
+    if (nominal > 0) j["mfu_vs_datasheet"] = real_flops / timed_s / nominal;
+    if (device.is_cuda())
+      j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
+    j["final_loss"] = last_loss;
+    if (!trace.empty()) j["profile"] = trace;
+    if (o.phases) {
+      j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
+                      {"backward", phase_backward / o.steps}, {"optimizer", phase_optimizer / o.steps}};
+    }
+    lines.push_back(j.dump());
+    std::printf("%s\n", lines.back().c_str());
+    std::fflush(stdout);
+    samples_per_s.push_back(samples / timed_s);
+    // the layouts' own FLOPs, without the varlen filler (which only buys fewer matrix shapes)
+    layout_flops_per_sample.push_back((layout_flops - filler_flops) / samples);
+  }
+  if (backends.size() == 2) {
+    nlohmann::ordered_json j;
+    j["bench"] = "policy_ratio";
+    j["preset"] = o.preset;
+    j["stream"] = o.stream;
+    j["ratio_of"] = std::string(o.backends[0]) + "/" + o.backends[1];
+    j["measured_speed_ratio"] = samples_per_s[0] / samples_per_s[1];
+    j["flop_ratio"] = layout_flops_per_sample[1] / layout_flops_per_sample[0];
+    lines.push_back(j.dump());
+    std::printf("%s\n", lines.back().c_str());
+  }
+  return lines;
+}
+
+}  // namespace ember::bench

@@ -1,0 +1,84 @@
+#include "ember/eval/checkpoint_policy.h"
+
+#include <ATen/core/grad_mode.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+
+#include "ember/core/error.h"
+#include "ember/model/device.h"
+#include "ember/sim/features.h"
+#include "ember/train/cuda_setup.h"
+
+namespace ember::eval {
+
+using namespace ember::train;
+
+namespace {
+
+io::Image camera_image(const sim::Observation& obs, const std::vector<uint8_t>& rgb) {
+  io::Image im;
+  im.width = obs.width;
+  im.height = obs.height;
+  im.rgb = rgb;
+  return im;
+}
+
+}  // namespace
+
+CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed)
+    : device_(model::resolve_device(device)) {
+  bundle_ = load_policy(checkpoint, device_);
+  for (const auto& cam : bundle_.spec.cameras)
+    if (cam != sim::kAgentviewKey && cam != sim::kWristKey)
+      throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy reads camera '" + cam +
+                                                   "', which ember's simulator does not have (trained on another dataset?)");
+  if (bundle_.spec.action_dim != sim::kActionDim)
+    throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy's actions have " + std::to_string(bundle_.spec.action_dim) +
+                                                 " dimensions, the simulator's " + std::to_string(sim::kActionDim));
+  builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
+  at::manual_seed(seed);
+}
+
+std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
+  std::vector<model::PolicySample> samples;
+  for (const auto& in : inputs) {
+    if (in.obs->width == 0)
+      throw Error(ErrorKind::kInternal, "CheckpointSimPolicy: env " + std::to_string(in.env) + " came without camera images");
+    data::Item item;
+    item.task = in.task->instruction;
+    data::Value state;
+    state.dtype = "float32";
+    state.shape = {int64_t(in.obs->state.size())};
+    state.data.assign(in.obs->state.begin(), in.obs->state.end());
+    item.values[bundle_.spec.state_key] = state;
+    item.images[sim::kAgentviewKey] = {camera_image(*in.obs, in.obs->agentview)};
+    item.images[sim::kWristKey] = {camera_image(*in.obs, in.obs->wrist)};
+    samples.push_back(builder_->build(item, /*with_actions=*/false));
+  }
+  std::vector<const model::PolicySample*> ptrs;
+  for (const auto& s : samples) ptrs.push_back(&s);
+  auto batch = model::collate(ptrs, bundle_.shape, model::AttentionBackend::kVarlen).to(device_);
+  at::NoGradGuard no_grad;
+  Bf16Autocast bf16(device_.is_cuda());  // FlashAttention's varlen kernel on GPUs
+  auto actions = bundle_.policy->sample_actions(batch).cpu();  // [n, H, A]
+  std::vector<sim::ActionChunk> chunks;
+  for (int64_t i = 0; i < actions.size(0); ++i) {
+    sim::ActionChunk chunk;
+    for (const auto& row : builder_->unnormalize_actions(actions[i])) {
+      sim::Action a{};
+      for (size_t d = 0; d < a.size(); ++d) a[d] = std::clamp(row[d], -1.0f, 1.0f);
+      chunk.push_back(a);
+    }
+    chunks.push_back(std::move(chunk));
+  }
+  return chunks;
+}
+
+void register_checkpoint_sim_policy() {
+  sim::register_policy("checkpoint", [](const sim::PolicyArgs& a) -> std::unique_ptr<sim::Policy> {
+    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed);
+  });
+}
+
+}  // namespace ember::eval

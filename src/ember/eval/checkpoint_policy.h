@@ -1,0 +1,35 @@
+// A trained checkpoint as a closed-loop policy for ember's simulator (sim/policy.h): each
+// environment's observation becomes a policy sample exactly as a dataset frame collected by
+// `ember sim collect` would (same camera keys, state normalisation, prompt), the batch is
+// packed and sampled in one call, and the chunks come back in the dataset's action units,
+// clamped to the simulator's [-1, 1].
+#pragma once
+
+#include <memory>
+
+#include "ember/sim/policy.h"
+#include "ember/train/policy_checkpoint.h"
+
+namespace ember::eval {
+
+using train::PolicyBundle;
+
+class CheckpointSimPolicy : public sim::Policy {
+ public:
+  // Loads the checkpoint (or the latest under an output directory) on `device` ("auto",
+  // "cuda", "cpu"). Throws Error naming the checkpoint's file at fault, or kInvalidArgument when
+  // its cameras are not the simulator's.
+  CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed);
+  std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;
+  std::string name() const override { return "pi05/" + bundle_.shape.preset; }
+
+ private:
+  PolicyBundle bundle_;
+  std::unique_ptr<model::SampleBuilder> builder_;
+  at::Device device_;
+};
+
+// Registers "checkpoint" with the simulator's policy registry (for `ember eval --checkpoint`).
+void register_checkpoint_sim_policy();
+
+}  // namespace ember::eval

@@ -1,0 +1,183 @@
+#include "ember/model/processor.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+
+#include "ember/core/error.h"
+#include "ember/data/sampler.h"
+#include "ember/model/prompt.h"
+
+namespace ember::model {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& root, const std::string& what) {
+  throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": " + what);
+}
+
+bool has_stats(const data::FeatureStats& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (!s.count(n)) return false;
+  return true;
+}
+
+}  // namespace
+
+FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape) {
+  FeatureSpec spec;
+  spec.fps = meta.info.fps;
+  for (const auto* cam : meta.info.cameras()) spec.cameras.push_back(cam->key);
+  if (int(spec.cameras.size()) > shape.max_cameras)
+    bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  auto dim_of = [&](const std::string& key) {
+    const auto* f = meta.info.find(key);
+    if (!f) bad(meta.root, "feature '" + key + "' is missing (meta/info.json)");
+    if (f->shape.size() != 1) bad(meta.root, "feature '" + key + "' is not a vector (meta/info.json shape)");
+    return f->shape[0];
+  };
+  spec.state_dim = dim_of(spec.state_key);
+  spec.action_dim = dim_of(spec.action_key);
+  if (spec.action_dim > shape.max_action_dim)
+    bad(meta.root, "action has " + std::to_string(spec.action_dim) + " dimensions, the policy at most " +
+                       std::to_string(shape.max_action_dim) + " (--policy.max_action_dim)");
+  for (const auto& key : {spec.state_key, spec.action_key}) {
+    auto it = meta.stats.find(key);
+    if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
+    if (has_stats(it->second, {"q01", "q99"})) {
+      spec.modes[key] = data::NormMode::kQuantiles;
+    } else if (has_stats(it->second, {"mean", "std"})) {
+      spec.modes[key] = data::NormMode::kMeanStd;
+    } else {
+      bad(meta.root, "statistics of '" + key + "' have neither q01/q99 nor mean/std");
+    }
+    spec.stats[key] = it->second;
+  }
+  return spec;
+}
+
+nlohmann::json FeatureSpec::to_json() const {
+  nlohmann::json j;
+  j["cameras"] = cameras;
+  j["state_key"] = state_key;
+  j["action_key"] = action_key;
+  j["state_dim"] = state_dim;
+  j["action_dim"] = action_dim;
+  j["fps"] = fps;
+  for (const auto& [key, mode] : modes) {
+    j["normalization"][key]["mode"] = data::norm_mode_name(mode);
+    j["normalization"][key]["stats"] = stats.at(key);
+  }
+  return j;
+}
+
+FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& what) {
+  try {
+    FeatureSpec s;
+    s.cameras = j.at("cameras").get<std::vector<std::string>>();
+    s.state_key = j.at("state_key").get<std::string>();
+    s.action_key = j.at("action_key").get<std::string>();
+    s.state_dim = j.at("state_dim").get<int64_t>();
+    s.action_dim = j.at("action_dim").get<int64_t>();
+    s.fps = j.at("fps").get<double>();
+    for (const auto& [key, v] : j.at("normalization").items()) {
+      s.modes[key] = data::parse_norm_mode(v.at("mode").get<std::string>(), what + ": normalization." + key);
+      s.stats[key] = v.at("stats").get<data::FeatureStats>();
+    }
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, what + ": " + e.what());
+  }
+}
+
+SampleBuilder::SampleBuilder(FeatureSpec spec, const model::PolicyShape& shape, const model::Tokenizer& tokenizer)
+    : spec_(std::move(spec)), shape_(shape), tokenizer_(tokenizer), normalizer_(spec_.stats, spec_.modes) {}
+
+data::DatasetOptions SampleBuilder::dataset_options() const {
+  data::DatasetOptions o;
+  std::vector<double> offsets;
+  for (int h = 0; h < shape_.horizon; ++h) offsets.push_back(h / spec_.fps);
+  o.delta_timestamps[spec_.action_key] = offsets;
+  o.image_width = o.image_height = shape_.vision.image_size;  // video frames scaled by the decoder
+  o.threads = 1;  // the loader builds several samples at once instead
+  return o;
+}
+
+at::Tensor SampleBuilder::image_tensor(const io::Image& image) const {
+  const int s = shape_.vision.image_size;
+  auto hwc = at::from_blob(const_cast<uint8_t*>(image.rgb.data()), {image.height, image.width, 3}, at::kByte);
+  auto x = hwc.permute({2, 0, 1}).to(at::kFloat).div_(127.5).sub_(1.0);  // [3, h, w] in [-1, 1]
+  if (image.height != s || image.width != s) {
+    x = at::upsample_bilinear2d(x.unsqueeze(0), {s, s}, /*align_corners=*/false).squeeze(0);
+  }
+  return x.contiguous();
+}
+
+std::vector<float> SampleBuilder::normalized_state(const data::Item& item) const {
+  auto it = item.values.find(spec_.state_key);
+  if (it == item.values.end()) throw Error(ErrorKind::kInvalidArgument, "item " + std::to_string(item.index) + " has no " + spec_.state_key);
+  std::vector<float> state(it->second.data.begin(), it->second.data.end());
+  normalizer_.normalize(spec_.state_key, state);
+  return state;
+}
+
+at::Tensor SampleBuilder::shifted(const at::Tensor& image, int dx, int dy) {
+  if (dx == 0 && dy == 0) return image;
+  const int64_t h = image.size(1), w = image.size(2);
+  const int64_t px = std::abs(dx), py = std::abs(dy);
+  // pad by |d| on every side with the edge pixels, then crop the window moved by (dx, dy)
+  auto padded = at::replication_pad2d(image.unsqueeze(0), {px, px, py, py}).squeeze(0);
+  return padded.narrow(1, py - dy, h).narrow(2, px - dx, w).contiguous();
+}
+
+model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actions, const RandomShift* shift) const {
+  model::PolicySample s;
+  uint64_t draw = shift ? shift->seed : 0;
+  for (size_t c = 0; c < spec_.cameras.size(); ++c) {
+    auto it = item.images.find(spec_.cameras[c]);
+    if (it == item.images.end() || it->second.empty()) continue;  // an absent camera costs nothing
+    at::Tensor image = image_tensor(it->second.front());
+    if (shift && shift->max_fraction > 0) {
+      const int m = int(shift->max_fraction * double(image.size(2)));
+      auto offset = [&] { return m ? int(data::mix64(++draw) % uint64_t(2 * m + 1)) - m : 0; };
+      const int dx = offset(), dy = offset();
+      image = shifted(image, dx, dy);
+    }
+    s.images.push_back(image);
+    s.camera_slots.push_back(int(c));
+  }
+  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, normalized_state(item), shape_.max_prompt);
+  s.prompt = std::move(prompt.ids);
+  if (!with_actions) return s;
+  auto it = item.values.find(spec_.action_key);
+  if (it == item.values.end()) throw Error(ErrorKind::kInvalidArgument, "item " + std::to_string(item.index) + " has no " + spec_.action_key);
+  std::vector<float> actions(it->second.data.begin(), it->second.data.end());  // [H, action_dim]
+  normalizer_.normalize(spec_.action_key, actions);
+  s.actions = at::from_blob(actions.data(), {shape_.horizon, spec_.action_dim}, at::kFloat).clone();
+  const auto& pad = item.is_pad.at(spec_.action_key);
+  s.action_is_pad = at::from_blob(const_cast<uint8_t*>(pad.data()), {int64_t(pad.size())}, at::kByte).to(at::kBool);
+  return s;
+}
+
+std::vector<std::vector<float>> SampleBuilder::unnormalize_actions(const at::Tensor& actions) const {
+  auto a = actions.to(at::kFloat).cpu().narrow(1, 0, spec_.action_dim).contiguous();  // [H, action_dim]
+  std::vector<float> flat(a.data_ptr<float>(), a.data_ptr<float>() + a.numel());
+  normalizer_.unnormalize(spec_.action_key, flat);
+  std::vector<std::vector<float>> out;
+  for (int64_t h = 0; h < a.size(0); ++h)
+    out.emplace_back(flat.begin() + h * spec_.action_dim, flat.begin() + (h + 1) * spec_.action_dim);
+  return out;
+}
+
+std::vector<std::string> tokenizer_training_texts(const data::Metadata& meta) {
+  std::vector<std::string> texts;
+  std::vector<float> state;
+  for (int bin = 0; bin < 256; bin += 1) state.push_back(-1.0f + (bin + 0.5f) / 128.0f);
+  for (const auto& task : meta.tasks) {
+    texts.push_back(model::pi05_prompt_text(task, state));
+  }
+  if (texts.empty()) texts.push_back(model::pi05_prompt_text("", state));
+  return texts;
+}
+
+}  // namespace ember::model

@@ -1,0 +1,80 @@
+// From a LeRobot dataset's items to the policy's samples: the cameras resized and scaled to
+// [-1, 1], the state normalised and written into pi0.5's prompt, the action chunk (H steps
+// from delta timestamps) normalised and padded.
+//
+// Normalisation as LeRobot's pi05: state and action by QUANTILES (q01, q99) when the dataset's
+// statistics have them, else MEAN_STD; images by IDENTITY. The modes and statistics used are
+// saved with the checkpoint (normalization.json), so inference needs only the checkpoint.
+// Cameras are resized to the policy's square input without keeping the aspect ratio.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ember/data/dataset.h"
+#include "ember/data/normalize.h"
+#include "ember/model/policy_inputs.h"
+#include "ember/model/tokenizer.h"
+
+namespace ember::model {
+
+// What a policy reads from a dataset and how it normalises it.
+struct FeatureSpec {
+  std::vector<std::string> cameras;  // camera keys, in slot order
+  std::string state_key = "observation.state";
+  std::string action_key = "action";
+  int64_t state_dim = 0, action_dim = 0;
+  double fps = 0;
+  std::map<std::string, data::NormMode> modes;          // state and action keys
+  std::map<std::string, data::FeatureStats> stats;      // their statistics
+
+  nlohmann::json to_json() const;
+  static FeatureSpec from_json(const nlohmann::json& j, const std::string& what);
+};
+
+// Reads the dataset's features and statistics. Throws kInvalidArgument naming the dataset and
+// the feature when the state or action is missing or not 1-D, there are more cameras than the
+// policy's slots, the action dimension exceeds max_action_dim, or statistics are missing.
+FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape);
+
+class SampleBuilder {
+ public:
+  SampleBuilder(FeatureSpec spec, const model::PolicyShape& shape, const model::Tokenizer& tokenizer);
+
+  // The dataset options that produce what build() needs (action delta timestamps).
+  data::DatasetOptions dataset_options() const;
+
+  // One sample; with_actions false at inference. Thread-safe. With `shift` (training with
+  // image transforms), each camera image is moved by a random whole number of pixels, up to
+  // shift->max_fraction of its size in x and y, drawn from shift->seed (edges replicated).
+  struct RandomShift {
+    double max_fraction = 0;
+    uint64_t seed = 0;
+  };
+  model::PolicySample build(const data::Item& item, bool with_actions = true, const RandomShift* shift = nullptr) const;
+  // image [3, H, W] moved right by dx and down by dy pixels; the edge pixels fill the gap
+  static at::Tensor shifted(const at::Tensor& image, int dx, int dy);
+
+  // Normalised actions [H, max_action_dim] (or fewer columns) -> [H, action_dim] in the
+  // dataset's units.
+  std::vector<std::vector<float>> unnormalize_actions(const at::Tensor& actions) const;
+  // The state of an item, normalised ([state_dim]).
+  std::vector<float> normalized_state(const data::Item& item) const;
+
+  const FeatureSpec& spec() const { return spec_; }
+
+ private:
+  at::Tensor image_tensor(const io::Image& image) const;  // [3, S, S] in [-1, 1]
+
+  FeatureSpec spec_;
+  model::PolicyShape shape_;
+  const model::Tokenizer& tokenizer_;
+  data::Normalizer normalizer_;
+};
+
+// The pi0.5 prompt texts of a dataset's tasks with a spread of state bins, for training a
+// tokenizer that has pieces for the numbers it will see.
+std::vector<std::string> tokenizer_training_texts(const data::Metadata& meta);
+
+}  // namespace ember::model

@@ -1,0 +1,81 @@
+#include "ember/train/train_step.h"
+
+#include "ember/model/flops.h"
+#include "ember/train/cuda_setup.h"
+#include "ember/train/zero_adamw.h"
+
+namespace ember::train {
+
+PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
+                               const std::shared_ptr<Collectives>& collectives) {
+  PolicyState s;
+  s.shape = shape;
+  s.policy = model::Pi05Policy(shape);
+  s.policy->to(device);
+  if (config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
+  s.policy->train();
+  for (const auto& p : s.policy->named_parameters()) s.params.emplace_back(p.key(), p.value());
+  const auto& o = config.optimizer;
+  s.optimizer = make_optimizer(s.params, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, config.dist.zero, collectives);
+  for (const auto& [n, p] : s.params) s.param_list.push_back(p);
+  // gradient buckets all-reduce while the backward pass still runs (see Collectives)
+  if (collectives) collectives->attach_gradients(s.param_list);
+  // ZeRO-1: each gradient is summed onto the rank that updates its parameter only (the
+  // reduce-scatter); clipping then sums the ranks' squared norms
+  if (auto* zero = dynamic_cast<ZeroAdamW*>(s.optimizer.get()); zero && collectives)
+    if (collectives->set_gradient_owners(zero->owners())) s.norm_over_ranks = collectives.get();
+  return s;
+}
+
+TrainStep::TrainStep(PolicyState& state, at::Device device, double grad_clip_norm, bool autocast,
+                     std::shared_ptr<Collectives> collectives, double common_divisor)
+    : state_(state), device_(device), grad_clip_norm_(grad_clip_norm), autocast_(autocast),
+      collectives_(std::move(collectives)), common_divisor_(common_divisor) {}
+
+StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& mark) {
+  auto& policy = state_.policy;
+  state_.optimizer->zero_grad();
+  const double divisor = collectives_ ? common_divisor_ : std::max(batch.loss_count, 1.0);
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));
+  StepOutput out;
+  at::Tensor grad_scale;  // ranks only
+  size_t micro_done = 0;
+  for (const auto& micro_host : batch.micro) {
+    if (collectives_ && ++micro_done == batch.micro.size()) collectives_->arm_gradient_sync();
+    auto micro = micro_host.to(device_);
+    model::LossOut lo;
+    {
+      Bf16Autocast bf16_scope(autocast_, device_.type());
+      if (mark) mark(StepPhase::kCopy);
+      lo = policy->loss(micro);
+      if (mark) mark(StepPhase::kForward);
+      (lo.loss_sum / divisor).backward();
+      if (mark) mark(StepPhase::kBackward);
+    }
+    loss_sum = loss_sum + lo.loss_sum.detach();
+    out.flops += model::train_flops(model::real_work(micro_host, state_.shape), state_.shape);
+  }
+  if (collectives_) {
+    std::vector<at::Tensor> grads;
+    for (auto& p : state_.param_list) {
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    collectives_->reduce_gradients(grads);
+    std::vector<at::Tensor> l{loss_sum, at::full({}, batch.loss_count, loss_sum.options())};
+    collectives_->all_reduce_sum(l);
+    auto global_count = l[1].clamp_min(1.0);
+    grad_scale = divisor / global_count;
+    out.loss = l[0] / global_count;
+  } else {
+    out.loss = loss_sum / divisor;
+  }
+  // the clipping (and the ranks' scale) is applied by the optimizer as it reads the gradients
+  auto clip = clip_and_scale(state_.param_list, grad_clip_norm_, grad_scale, state_.norm_over_ranks);
+  out.grad_norm = clip.norm;
+  state_.optimizer->step(lr, clip.multiplier);
+  if (mark) mark(StepPhase::kOptimizer);
+  return out;
+}
+
+}  // namespace ember::train

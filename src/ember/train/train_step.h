@@ -1,0 +1,76 @@
+// The one training step of a policy: `ember train`, `ember bench policy` (synthetic batches) and
+// the RL learner all run it, so what the benchmark measures is the step users run.
+//
+// A step: the rank's micro-batches (packed under the token budget) each contribute
+// loss_sum / divisor to the gradient. One process divides by the step's count of real action
+// entries. Ranks divide by a constant common to all of them and, after the gradients are summed,
+// correct them by constant / global count on the device (their hosts do not meet every step), so
+// the result does not depend on how packing or ranks split the work. Then the gradients are
+// clipped by global norm (and scaled) inside AdamW's update, at the schedule's learning rate.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ember/dist/collectives.h"
+#include "ember/model/pi05.h"
+#include "ember/train/loader.h"
+#include "ember/train/optimizer.h"
+#include "ember/train/train_config.h"
+
+namespace ember::train {
+
+// The policy and its optimizer, built from the run's configuration on a device.
+struct PolicyState {
+  model::PolicyShape shape;
+  model::Pi05Policy policy{nullptr};
+  model::NamedTensors params;      // by name, as the optimizer and checkpoints see them
+  std::vector<at::Tensor> param_list;
+  std::unique_ptr<Optimizer> optimizer;
+  // ZeRO-1 with collectives that sum each gradient onto its owner: the clipping sums the ranks'
+  // squared norms over these collectives (null otherwise)
+  Collectives* norm_over_ranks = nullptr;
+};
+
+// Builds the policy of `shape` on device (parameters in config.policy.param_dtype, train mode) and
+// AdamW (replicated, or ZeRO-1 per config.dist.zero) over its parameters, and attaches the
+// gradients to the collectives (null: one process). Uses the global RNG (seed it first).
+PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
+                               const std::shared_ptr<Collectives>& collectives);
+
+// What a step measured. loss and grad_norm stay on the device until someone reads them.
+struct StepOutput {
+  at::Tensor loss;       // 0-d: mean over the real action values of the step (every rank's)
+  at::Tensor grad_norm;  // 0-d: global gradient norm before clipping
+  double flops = 0;      // this rank's training FLOPs on real tokens (model::train_flops)
+};
+
+// Optional timing inside a step (`ember bench policy --phases`): called after the copy to the
+// device, the forward pass, the backward pass and the optimizer update.
+enum class StepPhase { kCopy, kForward, kBackward, kOptimizer };
+using PhaseMark = std::function<void(StepPhase)>;
+
+class TrainStep {
+ public:
+  // state must outlive the step. common_divisor: the ranks' loss divisor (about the global count
+  // of real action values; used only with collectives). autocast: bf16 autocast around forward
+  // and backward (bf16 compute on CUDA, or bf16 parameters).
+  TrainStep(PolicyState& state, at::Device device, double grad_clip_norm, bool autocast,
+            std::shared_ptr<Collectives> collectives, double common_divisor);
+
+  // One optimizer step on batch (this rank's micro-batches, on the host) at learning rate lr.
+  StepOutput run(const TrainBatch& batch, double lr, const PhaseMark& mark = nullptr);
+
+ private:
+  PolicyState& state_;
+  at::Device device_;
+  double grad_clip_norm_;
+  bool autocast_;
+  std::shared_ptr<Collectives> collectives_;
+  double common_divisor_;
+};
+
+}  // namespace ember::train
