@@ -19,9 +19,9 @@ void Progress::update(int64_t done, const std::string& note) {
   if (tty_) return draw(note, false);
   // plain: a line per 10 % step crossed, or after 30 s without one
   const int64_t tenth = done_ * 10 / total_;
-  if (tenth > last_plain_ || clock_.seconds() - last_plain_s_ > 30) {
+  if (tenth > last_plain_ || clock_.elapsed_s() - last_plain_s_ > 30) {
     last_plain_ = tenth;
-    last_plain_s_ = clock_.seconds();
+    last_plain_s_ = clock_.elapsed_s();
     draw(note, false);
   }
 }
@@ -43,7 +43,7 @@ void Progress::draw(const std::string& note, bool final) {
   if (!note.empty()) line += "  " + note;
   if (final) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "  (%.1f s)", clock_.seconds());
+    std::snprintf(buf, sizeof buf, "  (%.1f s)", clock_.elapsed_s());
     line += buf;
   }
   if (tty_) std::fprintf(out_, "\r%s\x1b[K%s", line.c_str(), final ? "\n" : "");

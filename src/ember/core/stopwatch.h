@@ -1,4 +1,4 @@
-// Wall-clock time since a start, in seconds (steady clock).
+// Wall-clock timing on the steady clock.
 #pragma once
 
 #include <chrono>
@@ -7,12 +7,22 @@ namespace ember {
 
 class Stopwatch {
  public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  void restart() { start_ = std::chrono::steady_clock::now(); }
+  Stopwatch() : start_(Clock::now()), lap_(start_) {}
+  void reset() { start_ = lap_ = Clock::now(); }
+  // Seconds since construction or reset().
+  double elapsed_s() const { return seconds(Clock::now() - start_); }
+  // Seconds since the previous lap_s() (or construction / reset), and starts a new lap.
+  double lap_s() {
+    auto now = Clock::now();
+    double s = seconds(now - lap_);
+    lap_ = now;
+    return s;
+  }
 
  private:
-  std::chrono::steady_clock::time_point start_;
+  using Clock = std::chrono::steady_clock;
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+  Clock::time_point start_, lap_;
 };
 
 }  // namespace ember

@@ -225,7 +225,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     const bool save_step = checkpointer.due(step);
     // the host reads the GPU's numbers only here: in between, it queues steps ahead of the GPU
     if (log_step || save_step || hooks.keep_going || log.pending_many()) log.flush();
-    log.end_step(step, result.first_step, batch, wait_s, clock.seconds(), lr, last);
+    log.end_step(step, result.first_step, batch, wait_s, clock.elapsed_s(), lr, last);
     if (save_step) result.last_checkpoint = checkpointer.save(step, batch.next, bundle, *ps.optimizer);
     // the hosts meet here (and so notice a rank that died or stalled, within the timeout)
     if (coll && (log_step || save_step || step % kHostMeetingEvery == 0)) coll->barrier();
