@@ -99,7 +99,6 @@ TEST(Pack, BadArguments) {
   EXPECT_THROW(pack(s, 10, {.window = -1}), Error);
   std::vector<PackSample> empty_sample = {{0, 0, 0}};
   EXPECT_THROW(pack(empty_sample, 10), Error);
-  EXPECT_THROW(make_packed_layout(s, std::vector<int64_t>{1}), Error);
   EXPECT_THROW(fixed_size_batches(3, 0), Error);
 }
 
