@@ -16,6 +16,7 @@ using eval::EvalOptions;
 using eval::EvalResult;
 using eval::evaluate;
 using eval::format_table;
+using eval::TaskResult;
 
 EvalOptions options(int trials, int n_envs) {
   EvalOptions o;

@@ -23,6 +23,7 @@ using eval::EvalOptions;
 using eval::EvalResult;
 using eval::evaluate;
 using eval::format_table;
+using eval::TaskResult;
 
 #define REQUIRE_OSMESA()                                                        \
   do {                                                                          \
