@@ -4,6 +4,7 @@
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/io/json.h"
 
 namespace ember::data {
 
@@ -66,8 +67,7 @@ VideoInfo video_info(const json& block) {
 }  // namespace
 
 DatasetInfo parse_info(const std::string& body, const std::string& what) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail_corrupt(what + ": not valid JSON");
+  json j = io::parse_ordered_json(body, what);
   if (!j.is_object()) fail_corrupt(what + ": expected a JSON object");
   DatasetInfo info;
   if (!j.contains("codebase_version")) bad(what, "codebase_version", "is missing");

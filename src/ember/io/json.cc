@@ -3,7 +3,56 @@
 #include <charconv>
 #include <cmath>
 
+#include "ember/core/error.h"
+
 namespace ember::io {
+
+void check_json_depth(std::string_view text, const std::string& what) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character cannot end the string
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > kMaxJsonDepth)
+          fail_corrupt(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                       std::to_string(i) + ")");
+        break;
+      case ']':
+      case '}': --depth; break;
+      default: break;
+    }
+  }
+}
+
+namespace {
+template <class Json>
+Json parse_checked(std::string_view text, const std::string& what) {
+  check_json_depth(text, what);
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    if (auto p = why.find("] "); why.rfind("[json.exception", 0) == 0 && p != std::string::npos) why = why.substr(p + 2);
+    fail_corrupt(what + ": not valid JSON (" + why + ")");
+  }
+}
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& what) {
+  return parse_checked<nlohmann::json>(text, what);
+}
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what) {
+  return parse_checked<nlohmann::ordered_json>(text, what);
+}
 
 void append_json_string(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
