@@ -150,8 +150,17 @@ std::vector<io::Image> Dataset::video_frames(const Episode& e, const std::string
   double shift = span.from_timestamp + start_correction(path, span.from_timestamp);
   std::vector<double> targets;
   for (double t : ts) targets.push_back(shift + t);
-  auto lease = videos_->get(path);
-  std::vector<io::Frame> frames = lease->decode_many(targets, options_.tolerance_s);
+  std::vector<io::Frame> frames;
+  try {
+    auto lease = videos_->get(path);
+    frames = lease->decode_many(targets, options_.tolerance_s);
+  } catch (const Error& err) {
+    // the decoder names the file and the time; say which camera and frame asked
+    std::string at;
+    for (double t : ts) at += (at.empty() ? "" : ", ") + std::to_string(int64_t(std::llround(t * meta_.info.fps)));
+    throw Error(err.kind(), std::string(err.what()) + " (camera " + camera + ", episode " + std::to_string(e.index) +
+                                " frame " + at + ")");
+  }
   std::vector<io::Image> out;
   for (io::Frame& f : frames) out.push_back(io::Image{f.width, f.height, std::move(f.rgb)});
   return out;
