@@ -104,5 +104,27 @@ TEST(BadInputFiles, DirectoryAndDeviceAreRefused) {
             std::string::npos);
 }
 
+TEST(BadInputStats, StatisticsOfDifferentSizesNameTheStatsFile) {
+  DatasetCopy ds("lerobot_v3_0");
+  ds.write("meta/stats.json", "{\"action\": {\"mean\": [0, 0], \"std\": [1, 1, 1, 1, 1, 1, 1]}}");
+  std::string msg = error_of([&] { load_metadata(ds.root); });
+  EXPECT_EQ(msg, ds.path("meta/stats.json") + ": field 'action': statistic 'mean' has 2 values, 'std' has 7");
+}
+
+TEST(BadInputStats, StatisticsOfAnotherShapeThanInfoJsonNameTheStatsFile) {
+  DatasetCopy ds("lerobot_v3_0");
+  ds.write("meta/stats.json", "{\"action\": {\"mean\": [0, 0], \"std\": [1, 1]}}");
+  std::string msg = error_of([&] { load_metadata(ds.root); });
+  EXPECT_EQ(msg, ds.path("meta/stats.json") + ": field 'action.mean' has 2 values, info.json's shape of 'action' has 7");
+}
+
+TEST(BadInputStats, EpisodeStatisticsOfDifferentSizesNameTheLine) {
+  DatasetCopy ds("lerobot_v2_1");
+  ds.write("meta/episodes_stats.jsonl",
+           "{\"episode_index\": 0, \"stats\": {\"action\": {\"min\": [0], \"max\": [1, 2]}}}\n");
+  std::string msg = error_of([&] { load_metadata(ds.root); });
+  EXPECT_EQ(msg, ds.path("meta/episodes_stats.jsonl") + ": line 1: field 'stats.action': statistic 'min' has 1 values, 'max' has 2");
+}
+
 }  // namespace
 }  // namespace ember::data

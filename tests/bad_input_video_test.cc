@@ -206,5 +206,31 @@ TEST(BadInputVideo, CheckDecodesAndReportsTheDamagedVideo) {
   EXPECT_GT(all.frames_decoded, quick.frames_decoded);
 }
 
+// `check` without --decode_all opens every video and decodes its first frame and each
+// episode's first and last: enough for a video whose picture data is all zeros, or whose
+// sample entry declares another size.
+TEST(BadInputVideo, CheckFindsZeroedMdatAndResizedSampleEntry) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  for (int damage = 0; damage < 2; ++damage) {
+    DamagedDataset ds;
+    std::vector<uint8_t> b = read_file(kFixtures[1].path);  // the wrist camera's episode 1
+    std::string video = ds.root + "/videos/chunk-000/observation.images.wrist/episode_000001.mp4";
+    if (damage == 0) {
+      auto [mdat, size] = find_box(b, "mdat", 0, b.size());
+      std::fill(b.begin() + long(mdat + 8), b.begin() + long(mdat + size), uint8_t(0));
+    } else {
+      auto [moov, size] = find_box(b, "moov", 0, b.size());
+      for (const char* type : {"avc1", "av01"})
+        if (auto e = find_box(b, type, moov, moov + size); e.second) put_be16(b, e.first + 32, 48), put_be16(b, e.first + 34, 32);
+    }
+    std::filesystem::remove(video);
+    std::ofstream(video, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size()));
+    data::CheckReport r = data::check_dataset(ds.root);
+    bool named = false;
+    for (const data::Problem& p : r.problems) named |= p.file == video;
+    EXPECT_TRUE(named) << (damage == 0 ? "zeroed mdat" : "resized sample entry") << ": " << r.problems.size() << " problems";
+  }
+}
+
 }  // namespace
 }  // namespace ember::io

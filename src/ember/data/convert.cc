@@ -215,7 +215,7 @@ void Converter::write_meta() {
   make_parent(tmp + "/meta/stats.json");
   if (fs::exists(src_stats, ec)) {
     fs::copy_file(src_stats, tmp + "/meta/stats.json", ec);
-    if (ec) fail(ErrorKind::kIO, src_stats + ": cannot copy it: " + ec.message());
+    if (ec) fail(ErrorKind::kIO, tmp + "/meta/stats.json: cannot write the copy of " + src_stats + ": " + ec.message());
   } else {
     write_stats_json(tmp + "/meta/stats.json", aggregate_stats(all), meta.info.features);
   }

@@ -18,6 +18,9 @@ using nlohmann::json;
 
 namespace {
 
+// More frames than any dataset holds (2^48): bounds the sums of episode lengths.
+constexpr int64_t kMaxFrames = int64_t(1) << 48;
+
 // Calls on_line(json, line_number) for every non-blank line of a JSON-lines file.
 template <class F>
 void read_jsonl(const std::string& path, F&& on_line) {
@@ -106,6 +109,9 @@ void load_v2(Metadata& m) {
   int64_t start = 0;
   for (Episode& e : m.episodes) {
     e.from_index = start;
+    if (e.length > kMaxFrames - start)
+      fail_corrupt(m.root + "/meta/episodes.jsonl: episode " + std::to_string(e.index) + ": field 'length' " +
+                   std::to_string(e.length) + " takes the dataset past 2^48 frames");
     e.to_index = start += e.length;
     e.data_chunk = m.info.chunks_size > 0 ? e.index / m.info.chunks_size : 0;
     for (const Feature* cam : m.info.cameras())
@@ -228,6 +234,9 @@ void load_v3(Metadata& m) {
       if (e.index < 0 || e.length < 0 || e.from_index < 0 || e.data_chunk < 0 || e.data_file < 0)
         fail_corrupt(file + ": row " + std::to_string(r) + ": episode_index, length, dataset_from_index and "
                      "data/chunk_index, data/file_index must not be negative");
+      if (e.to_index < e.from_index || e.from_index > kMaxFrames || e.to_index > kMaxFrames)
+        fail_corrupt(file + ": episode " + std::to_string(e.index) + ": dataset_from_index " + std::to_string(e.from_index) +
+                     ", dataset_to_index " + std::to_string(e.to_index) + " is not a range of frames");
       if (e.to_index - e.from_index != e.length)
         fail_corrupt(file + ": episode " + std::to_string(e.index) + " has length " + std::to_string(e.length) +
                      " but dataset_from_index..dataset_to_index spans " + std::to_string(e.to_index - e.from_index));
@@ -251,6 +260,31 @@ void load_v3(Metadata& m) {
   note_missing_tasks(m, defined);
 }
 
+// The statistics normalisation uses in pairs have one value per dimension each: a feature's
+// pairs agree in size, and a vector feature's match info.json's shape (cameras keep one per
+// channel). Checked here, where the file is known, rather than at the first training step.
+void check_stat_pairs(const std::string& key, const FeatureStats& fs_, const std::string& where) {
+  static const std::pair<const char*, const char*> kPairs[] = {{"mean", "std"}, {"min", "max"}, {"q01", "q99"}, {"q10", "q90"}};
+  for (const auto& [lo, hi] : kPairs) {
+    auto a = fs_.find(lo), b = fs_.find(hi);
+    if (a != fs_.end() && b != fs_.end() && a->second.size() != b->second.size())
+      fail_corrupt(where + ": field '" + key + "': statistic '" + lo + "' has " + std::to_string(a->second.size()) +
+                   " values, '" + hi + "' has " + std::to_string(b->second.size()));
+  }
+}
+
+void check_stats(const Metadata& m, const std::string& key, const FeatureStats& fs_, const std::string& where) {
+  check_stat_pairs(key, fs_, where);
+  const Feature* f = m.info.find(key);
+  if (!f || f->is_camera() || f->dtype == "string") return;
+  for (const auto& [name, v] : fs_) {
+    if (name == "count") continue;
+    if (int64_t(v.size()) != std::max<int64_t>(1, f->numel()))
+      fail_corrupt(where + ": field '" + key + "." + name + "' has " + std::to_string(v.size()) + " values, info.json's shape of '" +
+                   key + "' has " + std::to_string(std::max<int64_t>(1, f->numel())));
+  }
+}
+
 void load_stats(Metadata& m) {
   std::string path = m.root + "/meta/stats.json";
   std::error_code ec;
@@ -262,6 +296,7 @@ void load_stats(Metadata& m) {
     if (!f.value().is_object()) fail_corrupt(path + ": field '" + f.key() + "' must be an object");
     FeatureStats fs_;
     for (const auto& s : f.value().items()) flatten(s.value(), fs_[s.key()], path + ": field '" + f.key() + "." + s.key() + "'");
+    check_stats(m, f.key(), fs_, path);
     m.stats[f.key()] = std::move(fs_);
   }
 }
@@ -301,6 +336,7 @@ std::map<int64_t, std::map<std::string, FeatureStats>> read_episodes_stats_jsonl
     for (const auto& f : j["stats"].items()) {
       if (!f.value().is_object()) fail_corrupt(where + ": field 'stats." + f.key() + "' must be an object");
       for (const auto& s : f.value().items()) flatten(s.value(), ep[f.key()][s.key()], where + ": field 'stats." + f.key() + "." + s.key() + "'");
+      check_stat_pairs("stats." + f.key(), ep[f.key()], where);
     }
   });
   return out;
