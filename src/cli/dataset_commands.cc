@@ -3,11 +3,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/core/progress.h"
 #include "ember/core/file.h"
 #include "ember/data/check.h"
 #include "ember/data/convert.h"
@@ -19,15 +21,46 @@ namespace ember::cli {
 
 namespace {
 
-int run_check(const std::string& root, bool json, double tolerance) {
-  bool tty = ::isatty(STDERR_FILENO);
-  auto progress = [tty](int64_t done, int64_t total) {
-    if (tty) std::fprintf(stderr, "\rchecking files %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
-    else if (done == total || done % 100 == 0)
-      std::fprintf(stderr, "checked %lld/%lld files\n", static_cast<long long>(done), static_cast<long long>(total));
-  };
-  data::CheckReport r = data::check_dataset(root, tolerance, progress);
-  if (tty) std::fprintf(stderr, "\n");
+void print_problem(const data::Problem& p, const char* prefix) {
+  // messages from the readers already start with the file's name
+  if (p.message.rfind(p.file, 0) == 0) std::printf("%s%s\n", prefix, p.message.c_str());
+  else std::printf("%s%s: %s\n", prefix, p.file.c_str(), p.message.c_str());
+}
+
+int run_fix(const std::string& root, bool json) {
+  std::vector<std::string> changed = data::fix_totals(root);
+  if (changed.empty()) std::fprintf(json ? stderr : stdout, "%s/meta/info.json: totals already agree with the episode and task tables\n", root.c_str());
+  for (const std::string& c : changed) std::fprintf(json ? stderr : stdout, "%s/meta/info.json: %s\n", root.c_str(), c.c_str());
+  return 0;
+}
+
+// One Progress (core/progress.h) per stage of a long job, made at the stage's first report.
+class StageProgress {
+ public:
+  void report(const std::string& stage, int64_t done, int64_t total) {
+    if (!bar_ || stage != stage_) {
+      if (bar_) bar_->finish();
+      bar_.emplace(stage, total);
+      stage_ = stage;
+    }
+    bar_->update(done);
+    if (done >= total) bar_->finish();
+  }
+
+ private:
+  std::optional<Progress> bar_;
+  std::string stage_;
+};
+
+int run_check(const std::string& root, bool json, double tolerance, bool decode_all, bool fix) {
+  if (fix) run_fix(root, json);
+  StageProgress progress;
+  data::CheckOptions o;
+  o.tolerance_s = tolerance;
+  o.decode_all = decode_all;
+  o.progress = [&](int64_t done, int64_t total) { progress.report("checking files", done, total); };
+  o.decode_progress = [&](int64_t done, int64_t total) { progress.report("decoding frames", done, total); };
+  data::CheckReport r = data::check_dataset(root, o);
   if (json) {
     nlohmann::ordered_json j;
     j["path"] = root;
@@ -36,19 +69,20 @@ int run_check(const std::string& root, bool json, double tolerance) {
     j["frames"] = r.frames;
     j["data_files"] = r.data_files;
     j["video_files"] = r.video_files;
+    j["frames_decoded"] = r.frames_decoded;
     j["problems"] = nlohmann::json::array();
     for (const auto& p : r.problems) j["problems"].push_back({{"file", p.file}, {"message", p.message}});
+    j["warnings"] = nlohmann::json::array();
+    for (const auto& p : r.warnings) j["warnings"].push_back({{"file", p.file}, {"message", p.message}});
     std::printf("%s\n", j.dump().c_str());
   } else {
-    for (const auto& p : r.problems) {
-      // messages from the readers already start with the file's name
-      if (p.message.rfind(p.file, 0) == 0) std::printf("%s\n", p.message.c_str());
-      else std::printf("%s: %s\n", p.file.c_str(), p.message.c_str());
-    }
-    std::printf("%s: %s (%lld episodes, %lld frames, %lld data files, %lld video files)\n", root.c_str(),
-                r.problems.empty() ? "ok" : (std::to_string(r.problems.size()) + " problems").c_str(),
+    for (const auto& p : r.warnings) print_problem(p, "warning: ");
+    for (const auto& p : r.problems) print_problem(p, "");
+    std::printf("%s: %s (%lld episodes, %lld frames, %lld video frames decoded, %lld data files, %lld video files)\n",
+                root.c_str(), r.problems.empty() ? "ok" : (std::to_string(r.problems.size()) + " problems").c_str(),
                 static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
-                static_cast<long long>(r.data_files), static_cast<long long>(r.video_files));
+                static_cast<long long>(r.frames_decoded), static_cast<long long>(r.data_files),
+                static_cast<long long>(r.video_files));
   }
   return r.problems.empty() ? 0 : 1;
 }
@@ -81,15 +115,33 @@ void write_file(const std::string& path, const void* data, size_t n) {
   f.commit();
 }
 
+// --out may replace an earlier sample (sample.json and PNGs) or an empty directory, never a
+// directory of other files: the sample replaces DIR as a whole.
+void check_sample_dir(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(out, ec);
+  if (!fs::exists(st)) return;
+  if (!fs::is_directory(st)) fail(ErrorKind::kInvalidArgument, "--out " + out + ": exists and is not a directory");
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    std::string name = e.path().filename().string();
+    bool ours = e.is_regular_file(ec) && (name == "sample.json" || e.path().extension() == ".png");
+    if (!ours)
+      fail(ErrorKind::kInvalidArgument, "--out " + out + ": holds '" + name +
+                                            "', which is not part of an earlier sample; choose an empty or new directory");
+  }
+}
+
 int run_sample(const std::string& root, int64_t index, const std::string& out, const std::vector<std::string>& deltas) {
   namespace fs = std::filesystem;
   data::DatasetOptions opt;
   for (const std::string& d : deltas) opt.delta_timestamps.insert(parse_delta(d));
+  check_sample_dir(out);
   data::Dataset ds(root, opt);
   data::Item item = ds.get(index);  // everything decoded before anything is written
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) fail(ErrorKind::kIO, out + ": cannot create the output directory: " + ec.message());
+  // the whole sample goes into a new directory that replaces DIR at the end: a failure part
+  // way leaves DIR as it was
+  AtomicDir dir(out);
   nlohmann::ordered_json j;
   j["index"] = item.index;
   j["episode_index"] = item.episode_index;
@@ -103,12 +155,13 @@ int run_sample(const std::string& root, int64_t index, const std::string& out, c
     for (size_t k = 0; k < images.size(); ++k) {
       std::string name = cam + (images.size() > 1 ? "_t" + std::to_string(k) : "") + ".png";
       std::vector<uint8_t> png = io::encode_png(images[k]);
-      write_file((fs::path(out) / name).string(), png.data(), png.size());
+      write_file(dir.file(name), png.data(), png.size());
       j["images"][cam].push_back({{"file", name}, {"offset_s", d[k]}, {"width", images[k].width}, {"height", images[k].height}});
     }
   }
   std::string text = j.dump(2) + "\n";
-  write_file((fs::path(out) / "sample.json").string(), text.data(), text.size());
+  write_file(dir.file("sample.json"), text.data(), text.size());
+  dir.commit();
   std::printf("wrote %s/sample.json and %zu camera images (episode %lld, frame %lld, task \"%s\")\n", out.c_str(),
               [&] { size_t n = 0; for (auto& [c, v] : item.images) n += v.size(); return n; }(),
               static_cast<long long>(item.episode_index), static_cast<long long>(item.frame_index), item.task.c_str());
@@ -116,14 +169,8 @@ int run_sample(const std::string& root, int64_t index, const std::string& out, c
 }
 
 int run_stats(const std::string& root, bool write) {
-  bool tty = ::isatty(STDERR_FILENO);
-  auto progress = [tty](int64_t done, int64_t total) {
-    if (tty) std::fprintf(stderr, "\rcomputing statistics: episode %lld/%lld", static_cast<long long>(done), static_cast<long long>(total));
-    else if (done == total || done % 50 == 0)
-      std::fprintf(stderr, "computed statistics of %lld/%lld episodes\n", static_cast<long long>(done), static_cast<long long>(total));
-  };
-  auto stats = data::recompute_stats(root, progress);
-  if (tty) std::fprintf(stderr, "\n");
+  StageProgress progress;
+  auto stats = data::recompute_stats(root, [&](int64_t done, int64_t total) { progress.report("statistics: episodes", done, total); });
   data::Metadata m = data::load_metadata(root);
   // compare with what the dataset holds
   std::printf("%-32s %-6s %14s\n", "feature", "stat", "max |new - stored|");
@@ -155,15 +202,11 @@ int run_stats(const std::string& root, bool write) {
 }
 
 int run_convert(const std::string& src, const std::string& dst, double data_mb, double video_mb) {
-  bool tty = ::isatty(STDERR_FILENO);
+  StageProgress progress;
   data::ConvertOptions o;
   o.data_file_size_mb = data_mb;
   o.video_file_size_mb = video_mb;
-  o.progress = [tty](const std::string& stage, int64_t done, int64_t total) {
-    if (tty) std::fprintf(stderr, "\r%-40s %lld/%lld", stage.c_str(), static_cast<long long>(done), static_cast<long long>(total));
-    else if (done == total) std::fprintf(stderr, "%s: %lld/%lld\n", stage.c_str(), static_cast<long long>(done), static_cast<long long>(total));
-    if (tty && done == total) std::fprintf(stderr, "\n");
-  };
+  o.progress = [&](const std::string& stage, int64_t done, int64_t total) { progress.report(stage, done, total); };
   data::ConvertReport r = data::convert_v21_to_v30(src, dst, o);
   std::printf("converted %s (v2.1) to %s (v3.0): %lld episodes, %lld frames, %lld data files, %lld video files\n",
               src.c_str(), dst.c_str(), static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
@@ -198,7 +241,7 @@ void add_dataset_commands(CLI::App& data, Action& action) {
 
   struct CheckArgs {
     std::string path;
-    bool json = false;
+    bool json = false, decode_all = false, fix = false;
     double tolerance = 1e-4;
   };
   auto ca = std::make_shared<CheckArgs>();
@@ -207,7 +250,14 @@ void add_dataset_commands(CLI::App& data, Action& action) {
   check->add_flag("--json", ca->json, "print one JSON object");
   check->add_option("--tolerance_s", ca->tolerance, "timestamp tolerance in seconds (default 1e-4, as LeRobot)")
       ->check(CLI::PositiveNumber);
-  check->callback([ca, &action] { action = [ca] { return run_check(ca->path, ca->json, ca->tolerance); }; });
+  check->add_flag("--decode_all", ca->decode_all,
+                  "decode every video frame (default: each video's first frame and each episode's first and last)");
+  check->add_flag("--fix", ca->fix,
+                  "first rewrite meta/info.json's total_episodes, total_frames and total_tasks from the episode and "
+                  "task tables (atomically), then check");
+  check->callback([ca, &action] {
+    action = [ca] { return run_check(ca->path, ca->json, ca->tolerance, ca->decode_all, ca->fix); };
+  });
 
   struct SampleArgs {
     std::string path, out;

@@ -11,6 +11,39 @@
 #include "ember/eval/checkpoint_policy.h"
 #endif
 
+namespace {
+
+// CLI11 says only "A subcommand is required" for `ember nonsense`, `ember --nope` and
+// `ember data nonsense`: name what was given, where, and what would do.
+std::string missing_subcommand_message(CLI::App& app, int argc, char** argv, const std::string& what) {
+  CLI::App* at = &app;
+  std::string path = "ember";
+  int i = 1;
+  for (; i < argc; ++i) {
+    CLI::App* sub = nullptr;
+    try {
+      sub = at->get_subcommand(argv[i]);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (!sub) break;
+    at = sub;
+    path += std::string(" ") + argv[i];
+  }
+  if (what != "A subcommand is required" || at->get_require_subcommand_min() == 0)
+    return what + " (see ember --help)";  // another requirement (a required option)
+  std::string names;
+  for (const CLI::App* sub : at->get_subcommands([](CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  std::string given = i < argc ? std::string(argv[i]) : std::string();
+  std::string where = at == &app ? "" : path + ": ";  // main prints "ember: error: " before it
+  std::string head = given.empty()                ? where + "a subcommand is required"
+                     : given.rfind('-', 0) == 0 ? where + "'" + given + "' is not an option here, and a subcommand is required"
+                                                : where + "'" + given + "' is not a subcommand";
+  return head + " (one of: " + names + "; see " + path + " --help)";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // keep freed memory for reuse instead of returning it to the system after every batch:
   // decoding allocates and frees the same large buffers again and again (pyarrow's jemalloc
@@ -40,6 +73,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RequiredError& e) {
+    std::cerr << "ember: error: " << missing_subcommand_message(app, argc, argv, e.what()) << "\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::cerr << "ember: error: " << e.what() << " (see ember --help)\n";
     return 2;

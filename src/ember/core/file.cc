@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "ember/core/error.h"
 
@@ -15,6 +17,15 @@ namespace ember {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
 
 // Reads with pread; the whole file is also mapped read-only when the system allows, so that
 // readers can decode in place without copying.
@@ -111,7 +122,9 @@ const uint8_t* Source::view(uint64_t offset, uint64_t n) const {
 }
 
 std::unique_ptr<Source> open_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+  // flag is cleared again once fstat has shown a regular file
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) fail(ErrorKind::kNotFound, path + ": no such file");
     fail(ErrorKind::kIO, path + ": cannot open: " + errno_text());
@@ -121,9 +134,14 @@ std::unique_ptr<Source> open_file(const std::string& path) {
     ::close(fd);
     fail(ErrorKind::kIO, path + ": cannot stat: " + errno_text());
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorKind::kInvalidArgument, path + ": is a directory, expected a file");
+    fail(ErrorKind::kInvalidArgument, path + ": is " + file_kind(st.st_mode) + ", expected a regular file");
+  }
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    fail(ErrorKind::kIO, path + ": cannot open: " + errno_text());
   }
   return std::make_unique<FileSource>(path, fd, static_cast<uint64_t>(st.st_size));
 }
@@ -178,6 +196,52 @@ void AtomicFile::commit() {
     ::unlink(tmp_path_.c_str());
     fail(ErrorKind::kIO, path_ + ": rename failed: " + errno_text());
   }
+}
+
+AtomicDir::AtomicDir(std::string path) : path_(std::move(path)) {
+  while (path_.size() > 1 && path_.back() == '/') path_.pop_back();
+  tmp_path_ = path_ + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::remove_all(tmp_path_, ec);  // left by an earlier process of this pid
+  std::filesystem::create_directories(tmp_path_, ec);
+  if (ec) fail(ErrorKind::kIO, path_ + ": cannot create the directory " + tmp_path_ + ": " + ec.message());
+}
+
+AtomicDir::~AtomicDir() {
+  std::error_code ec;
+  if (!committed_) std::filesystem::remove_all(tmp_path_, ec);
+}
+
+void AtomicDir::commit() {
+  if (committed_) fail(ErrorKind::kInternal, path_ + ": commit twice");
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status old = fs::symlink_status(path_, ec);
+  if (fs::exists(old) && !fs::is_directory(old))
+    fail(ErrorKind::kInvalidArgument, path_ + ": exists and is not a directory");
+  if (!fs::exists(old)) {
+    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) fail(ErrorKind::kIO, path_ + ": rename failed: " + errno_text());
+    committed_ = true;
+    return;
+  }
+  // swap the new directory and the old one, then remove the old one (now at tmp_path_)
+  if (::renameat2(AT_FDCWD, tmp_path_.c_str(), AT_FDCWD, path_.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS) fail(ErrorKind::kIO, path_ + ": rename failed: " + errno_text());
+    // no exchange on this file system: move the old one aside first
+    std::string aside = path_ + ".old-" + std::to_string(::getpid());
+    fs::remove_all(aside, ec);
+    if (::rename(path_.c_str(), aside.c_str()) != 0) fail(ErrorKind::kIO, path_ + ": rename failed: " + errno_text());
+    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
+      int err = errno;
+      ::rename(aside.c_str(), path_.c_str());  // put the old one back
+      fail(ErrorKind::kIO, path_ + ": rename failed: " + std::strerror(err));
+    }
+    fs::remove_all(aside, ec);
+    committed_ = true;
+    return;
+  }
+  committed_ = true;
+  fs::remove_all(tmp_path_, ec);
 }
 
 }  // namespace ember

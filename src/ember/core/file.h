@@ -27,11 +27,12 @@ class Source {
   virtual const uint8_t* view(uint64_t offset, uint64_t n) const;
 };
 
-// Opens a file for reading; throws kNotFound / kIO naming the path.
+// Opens a regular file for reading; throws kNotFound / kIO naming the path, and
+// kInvalidArgument for a directory, FIFO, socket or device (never waits on one).
 std::unique_ptr<Source> open_file(const std::string& path);
 // Wraps bytes already in memory (copied in).
 std::unique_ptr<Source> memory_source(std::vector<uint8_t> bytes, std::string name = "<memory>");
-// Reads a whole file.
+// Reads a whole regular file (errors as open_file).
 std::vector<uint8_t> read_file(const std::string& path);
 
 // Writes a file atomically: bytes go to "<path>.tmp-<pid>" and are renamed over path on
@@ -53,6 +54,28 @@ class AtomicFile {
   std::string path_, tmp_path_;
   int fd_ = -1;
   uint64_t written_ = 0;
+};
+
+// Writes a directory as a whole: files go into the temporary directory "<path>.tmp-<pid>"
+// and commit() puts it in place of path, swapping out an earlier directory there in one
+// rename (renameat2 RENAME_EXCHANGE where the file system has it) and removing that. If the
+// object is destroyed without commit(), the temporary directory is removed and path is left
+// untouched. Replacing a directory that holds a user's other files is the caller's decision.
+class AtomicDir {
+ public:
+  explicit AtomicDir(std::string path);
+  ~AtomicDir();
+  AtomicDir(const AtomicDir&) = delete;
+  AtomicDir& operator=(const AtomicDir&) = delete;
+
+  // Where a file named `name` is written before commit().
+  std::string file(const std::string& name) const { return tmp_path_ + "/" + name; }
+  void commit();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, tmp_path_;
+  bool committed_ = false;
 };
 
 }  // namespace ember

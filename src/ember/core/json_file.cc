@@ -5,41 +5,45 @@
 
 namespace ember {
 
-int json_depth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
+void check_json_depth(std::string_view text, const std::string& what) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
+      if (c == '\\') ++i;  // the escaped character cannot end the string
       else if (c == '"') in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
-    } else if (c == ']' || c == '}') --depth;
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > kMaxJsonDepth)
+          fail_corrupt(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                       std::to_string(i) + ")");
+        break;
+      case ']':
+      case '}': --depth; break;
+      default: break;
+    }
   }
-  return deepest;
-}
-
-nlohmann::json parse_json(std::string_view text, const std::string& name) {
-  if (json_depth(text) > kMaxJsonDepth)
-    fail_corrupt(name + ": JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::exception& e) {
-    fail_corrupt(name + ": " + e.what());
-  }
-}
-
-nlohmann::json read_json_file(const std::string& path) {
-  auto bytes = read_file(path);
-  return parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
 }
 
 namespace {
+
+template <class Json>
+Json parse_checked(std::string_view text, const std::string& what) {
+  check_json_depth(text, what);
+  try {
+    return Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception& e) {
+    std::string why = e.what();
+    if (auto p = why.find("] "); why.rfind("[json.exception", 0) == 0 && p != std::string::npos) why = why.substr(p + 2);
+    fail_corrupt(what + ": not valid JSON (" + why + ")");
+  }
+}
+
 template <typename Json>
 void write_json(const std::string& path, const Json& j) {
   std::string text = j.dump(2) + "\n";
@@ -47,7 +51,19 @@ void write_json(const std::string& path, const Json& j) {
   f.write(text.data(), text.size());
   f.commit();
 }
+
 }  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& what) { return parse_checked<nlohmann::json>(text, what); }
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what) {
+  return parse_checked<nlohmann::ordered_json>(text, what);
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  auto bytes = read_file(path);
+  return parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+}
 
 void write_json_file(const std::string& path, const nlohmann::json& j) { write_json(path, j); }
 void write_json_file(const std::string& path, const nlohmann::ordered_json& j) { write_json(path, j); }

@@ -14,6 +14,7 @@
 #include "ember/data/metadata.h"
 #include "ember/data/path_template.h"
 #include "ember/data/stats.h"
+#include "ember/io/json.h"
 #include "ember/io/parquet/reader.h"
 #include "ember/io/parquet/writer.h"
 #include "ember/io/video/remux.h"
@@ -55,8 +56,8 @@ void need_file(const std::string& path) {
 
 ojson read_json(const std::string& path) {
   std::vector<uint8_t> bytes = read_file(path);
-  ojson j = ojson::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail_corrupt(path + ": not a JSON object");
+  ojson j = io::parse_ordered_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  if (!j.is_object()) fail_corrupt(path + ": not a JSON object");
   return j;
 }
 
@@ -214,7 +215,7 @@ void Converter::write_meta() {
   make_parent(tmp + "/meta/stats.json");
   if (fs::exists(src_stats, ec)) {
     fs::copy_file(src_stats, tmp + "/meta/stats.json", ec);
-    if (ec) fail(ErrorKind::kIO, src_stats + ": cannot copy it: " + ec.message());
+    if (ec) fail(ErrorKind::kIO, tmp + "/meta/stats.json: cannot write the copy of " + src_stats + ": " + ec.message());
   } else {
     write_stats_json(tmp + "/meta/stats.json", aggregate_stats(all), meta.info.features);
   }

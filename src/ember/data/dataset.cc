@@ -1,6 +1,7 @@
 #include "ember/data/dataset.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "ember/core/error.h"
 #include "ember/data/check.h"
@@ -110,6 +111,23 @@ void append_numbers(const io::Column& c, int64_t row, std::vector<double>& out, 
 
 }  // namespace
 
+std::string Dataset::task_of(const Episode& ep, const io::Table& t, int64_t row, const std::string& data_path) const {
+  if (const io::Column* ti = t.find("task_index")) {
+    std::vector<double> v;
+    append_numbers(*ti, row, v, data_path + ": column 'task_index'");
+    return meta_.task(v.empty() ? -1 : int64_t(v[0]), data_path + ": row " + std::to_string(row));
+  }
+  // no task_index column (some v2.1 datasets): the episode's task, as episodes.jsonl names it
+  if (ep.tasks.size() != 1)
+    fail_corrupt(data_path + ": no column 'task_index', and episode " + std::to_string(ep.index) + " names " +
+                 std::to_string(ep.tasks.size()) + " tasks in its episode table (one is needed to stand in)");
+  std::call_once(task_note_, [&] {
+    std::fprintf(stderr, "ember: note: %s: no column 'task_index'; each frame takes its episode's task from the episode table\n",
+                 data_path.c_str());
+  });
+  return ep.tasks[0];
+}
+
 double Dataset::start_correction(const std::string& path, double from_timestamp) const {
   if (from_timestamp <= 0) return 0;  // the file's own start: nothing to correct
   std::vector<double> times;
@@ -133,8 +151,17 @@ std::vector<io::Image> Dataset::video_frames(const Episode& e, const std::string
   double shift = span.from_timestamp + start_correction(path, span.from_timestamp);
   std::vector<double> targets;
   for (double t : ts) targets.push_back(shift + t);
-  auto lease = videos_->get(path);
-  std::vector<io::Frame> frames = lease->decode_many(targets, options_.tolerance_s);
+  std::vector<io::Frame> frames;
+  try {
+    auto lease = videos_->get(path);
+    frames = lease->decode_many(targets, options_.tolerance_s);
+  } catch (const Error& err) {
+    // the decoder names the file and the time; say which camera and frame asked
+    std::string at;
+    for (double t : ts) at += (at.empty() ? "" : ", ") + std::to_string(int64_t(std::llround(t * meta_.info.fps)));
+    throw Error(err.kind(), std::string(err.what()) + " (camera " + camera + ", episode " + std::to_string(e.index) +
+                                " frame " + at + ")");
+  }
   std::vector<io::Image> out;
   for (io::Frame& f : frames) out.push_back(io::Image{f.width, f.height, std::move(f.rgb)});
   return out;
@@ -156,14 +183,10 @@ Item Dataset::get(int64_t index) const {
   } else {
     item.timestamp = double(item.frame_index) / meta_.info.fps;
   }
-  if (const io::Column* ti = t.find("task_index")) {
-    std::vector<double> v;
-    append_numbers(*ti, item.frame_index, v, data_path + ": column 'task_index'");
-    int64_t k = v.empty() ? -1 : int64_t(v[0]);
-    if (k < 0 || size_t(k) >= meta_.tasks.size())
-      fail_corrupt(data_path + ": task_index " + std::to_string(k) + " has no task in meta/tasks");
-    item.task = meta_.tasks[size_t(k)];
-  }
+  if (item.frame_index < 0 || item.frame_index >= t.num_rows())
+    fail_corrupt(data_path + ": episode " + std::to_string(ep.index) + " has " + std::to_string(t.num_rows()) +
+                 " rows, frame " + std::to_string(item.frame_index) + " asked for");
+  item.task = task_of(ep, t, item.frame_index, data_path);
 
   std::vector<std::pair<std::string, std::future<std::vector<io::Image>>>> pending;  // video cameras
   for (const Feature& f : meta_.info.features) {

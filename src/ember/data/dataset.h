@@ -70,6 +70,9 @@ class Dataset {
   std::shared_ptr<const EpisodeRows> rows(const Episode& e) const;
   // Frames of a video camera at the given episode-relative timestamps.
   std::vector<io::Image> video_frames(const Episode& e, const std::string& camera, const std::vector<double>& ts) const;
+  // The task of row `row` of an episode's rows: from the task_index column, or, where the
+  // data has none, the episode's one task (saying so once on stderr).
+  std::string task_of(const Episode& ep, const io::Table& t, int64_t row, const std::string& data_path) const;
   // How much later than from_timestamp the episode's first frame really is in its file
   // (concatenated files place each part at a rounded duration; LeRobot's converter joins
   // them with FFmpeg's concat demuxer), learnt once per file from its packets.
@@ -84,6 +87,7 @@ class Dataset {
   mutable std::map<std::string, std::vector<double>> frame_times_;  // video path -> frame timestamps
   std::unique_ptr<io::VideoCache> videos_;
   std::unique_ptr<ThreadPool> pool_;
+  mutable std::once_flag task_note_;  // the note that frames take their episode's task
 };
 
 }  // namespace ember::data

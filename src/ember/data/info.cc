@@ -4,6 +4,7 @@
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/io/json.h"
 
 namespace ember::data {
 
@@ -66,8 +67,7 @@ VideoInfo video_info(const json& block) {
 }  // namespace
 
 DatasetInfo parse_info(const std::string& body, const std::string& what) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) fail_corrupt(what + ": not valid JSON");
+  json j = io::parse_ordered_json(body, what);
   if (!j.is_object()) fail_corrupt(what + ": expected a JSON object");
   DatasetInfo info;
   if (!j.contains("codebase_version")) bad(what, "codebase_version", "is missing");
@@ -103,7 +103,16 @@ DatasetInfo parse_info(const std::string& body, const std::string& what) {
     feat.dtype = text(f["dtype"], what, field + ".dtype");
     if (f.contains("shape")) {
       if (!f["shape"].is_array()) bad(what, field + ".shape", "must be a list");
-      for (const json& s : f["shape"]) feat.shape.push_back(integer(s, what, field + ".shape"));
+      int64_t numel = 1;
+      for (const json& s : f["shape"]) {
+        int64_t n = integer(s, what, field + ".shape");
+        // sizes beyond 2^31 (or a product beyond 2^40) describe no real feature and would
+        // overflow the arithmetic that sizes buffers from them
+        if (n < 0 || n > (int64_t(1) << 31) || (n > 0 && numel > (int64_t(1) << 40) / n))
+          bad(what, field + ".shape", "must hold sizes from 0 to 2^31 whose product is at most 2^40");
+        numel *= n;
+        feat.shape.push_back(n);
+      }
     }
     if (f.contains("names")) feat.names = nlohmann::json::parse(f["names"].dump());
     if (f.contains("info")) feat.video = video_info(f["info"]);

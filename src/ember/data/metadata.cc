@@ -1,13 +1,14 @@
 #include "ember/data/metadata.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/data/path_template.h"
+#include "ember/io/json.h"
 #include "ember/io/parquet/reader.h"
 
 namespace ember::data {
@@ -17,16 +18,28 @@ using nlohmann::json;
 
 namespace {
 
+// More frames than any dataset holds (2^48): bounds the sums of episode lengths.
+constexpr int64_t kMaxFrames = int64_t(1) << 48;
+
 // Calls on_line(json, line_number) for every non-blank line of a JSON-lines file.
 template <class F>
 void read_jsonl(const std::string& path, F&& on_line) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorKind::kNotFound, path + ": not found");
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = read_file(path);  // regular files only: a FIFO here would wait forever
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kNotFound) fail(ErrorKind::kNotFound, path + ": not found");
+    throw;
+  }
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  size_t pos = 0;
+  for (int n = 1; pos < text.size(); ++n) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) fail_corrupt(path + ": line " + std::to_string(n) + " is not a JSON object");
+    json j = io::parse_json(line, path + ": line " + std::to_string(n));
+    if (!j.is_object()) fail_corrupt(path + ": line " + std::to_string(n) + " is not a JSON object");
     on_line(j, n);
   }
 }
@@ -69,6 +82,18 @@ void flatten_cell(const io::Column& c, int64_t row, std::vector<double>& out) {
   }
 }
 
+// Task index i is `task`; `defined` marks the indices the task file gave.
+void define_task(Metadata& m, std::vector<bool>& defined, int64_t i, std::string task) {
+  if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1), defined.resize(size_t(i) + 1);
+  m.tasks[size_t(i)] = std::move(task);
+  defined[size_t(i)] = true;
+}
+
+void note_missing_tasks(Metadata& m, const std::vector<bool>& defined) {
+  for (size_t i = 0; i < defined.size(); ++i)
+    if (!defined[i]) m.missing_tasks.push_back(int64_t(i));
+}
+
 void load_v2(Metadata& m) {
   std::string ep_path = m.root + "/meta/episodes.jsonl";
   read_jsonl(ep_path, [&](const json& j, int n) {
@@ -84,6 +109,9 @@ void load_v2(Metadata& m) {
   int64_t start = 0;
   for (Episode& e : m.episodes) {
     e.from_index = start;
+    if (e.length > kMaxFrames - start)
+      fail_corrupt(m.root + "/meta/episodes.jsonl: episode " + std::to_string(e.index) + ": field 'length' " +
+                   std::to_string(e.length) + " takes the dataset past 2^48 frames");
     e.to_index = start += e.length;
     e.data_chunk = m.info.chunks_size > 0 ? e.index / m.info.chunks_size : 0;
     for (const Feature* cam : m.info.cameras())
@@ -97,22 +125,28 @@ void load_v2(Metadata& m) {
       if (auto it = stats.find(e.index); it != stats.end()) e.stats = std::move(it->second);
   }
   std::string task_path = m.root + "/meta/tasks.jsonl";
+  std::vector<bool> defined;
   read_jsonl(task_path, [&](const json& j, int n) {
     std::string where = task_path + ": line " + std::to_string(n);
     int64_t i = need_int(j, "task_index", where);
     if (i < 0 || i > 10'000'000) fail_corrupt(where + ": field 'task_index' out of range");
     if (!j.contains("task") || !j["task"].is_string()) fail_corrupt(where + ": field 'task' must be a string");
-    if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1);
-    m.tasks[size_t(i)] = j["task"].get<std::string>();
+    define_task(m, defined, i, j["task"].get<std::string>());
   });
+  note_missing_tasks(m, defined);
 }
 
-std::vector<std::string> parquet_files_under(const std::string& dir) {
+// What LeRobot reads: meta/episodes/*/*.parquet, one directory level down; a stray file
+// beside the chunk directories (a copy left by hand) is not an episode table.
+std::vector<std::string> episode_table_files(const std::string& dir) {
   std::vector<std::string> files;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ".parquet") files.push_back(e.path().string());
+  for (const auto& chunk : fs::directory_iterator(dir, ec)) {
+    if (!chunk.is_directory(ec)) continue;
+    for (const auto& e : fs::directory_iterator(chunk.path(), ec))
+      if (e.path().extension() == ".parquet" && !e.is_directory(ec)) files.push_back(e.path().string());
+  }
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -134,6 +168,7 @@ std::string task_string_column(const io::parquet::FileReader& reader) {
   if (has("task")) return "task";
   for (const auto& kv : reader.metadata().key_value_metadata) {
     if (kv.key != "pandas") continue;
+    io::check_json_depth(kv.value, reader.name() + ": pandas metadata");
     json pandas = json::parse(kv.value, nullptr, false);
     if (pandas.is_object() && pandas.contains("index_columns") && pandas["index_columns"].is_array())
       for (const json& c : pandas["index_columns"])
@@ -145,7 +180,7 @@ std::string task_string_column(const io::parquet::FileReader& reader) {
 
 void load_v3(Metadata& m) {
   std::string dir = m.root + "/meta/episodes";
-  std::vector<std::string> files = parquet_files_under(dir);
+  std::vector<std::string> files = episode_table_files(dir);
   if (files.empty()) fail(ErrorKind::kNotFound, dir + ": no episode tables (meta/episodes/*/*.parquet)");
   std::vector<const Feature*> videos;
   for (const Feature* cam : m.info.cameras())
@@ -165,6 +200,8 @@ void load_v3(Metadata& m) {
     auto index = i64("episode_index"), length = i64("length"), chunk = i64("data/chunk_index"),
          fileno = i64("data/file_index"), from = i64("dataset_from_index"), to = i64("dataset_to_index");
     const io::Column& tasks = need_column(t, "tasks", io::TypeId::kList, file);
+    if (tasks.child().type != io::TypeId::kString)
+      fail_corrupt(file + ": column 'tasks' has type " + io::type_string(tasks) + ", expected list<string>");
     for (int64_t r = 0; r < t.num_rows(); ++r) {
       Episode e;
       e.index = index[size_t(r)];
@@ -177,8 +214,15 @@ void load_v3(Metadata& m) {
       for (int64_t k = tasks.offsets[size_t(r)]; k < tasks.offsets[size_t(r) + 1]; ++k) e.tasks.emplace_back(el.str(k));
       for (const Feature* v : videos) {
         std::string p = "videos/" + v->key + "/";
-        e.videos[v->key] = VideoSpan{i64(p + "chunk_index")[size_t(r)], i64(p + "file_index")[size_t(r)],
-                                     f64(p + "from_timestamp")[size_t(r)], f64(p + "to_timestamp")[size_t(r)]};
+        VideoSpan span{i64(p + "chunk_index")[size_t(r)], i64(p + "file_index")[size_t(r)],
+                       f64(p + "from_timestamp")[size_t(r)], f64(p + "to_timestamp")[size_t(r)]};
+        std::string where = file + ": episode " + std::to_string(e.index) + ": column '" + p;
+        if (span.chunk < 0 || span.file < 0) fail_corrupt(where + "chunk_index' / 'file_index' must not be negative");
+        if (!std::isfinite(span.from_timestamp) || span.from_timestamp < 0)
+          fail_corrupt(where + "from_timestamp' is " + std::to_string(span.from_timestamp) + ", expected a time >= 0");
+        if (!std::isfinite(span.to_timestamp) || span.to_timestamp < span.from_timestamp)
+          fail_corrupt(where + "to_timestamp' is " + std::to_string(span.to_timestamp) + ", expected a time >= from_timestamp");
+        e.videos[v->key] = span;
       }
       for (const io::Column& c : t.columns) {
         if (c.name.rfind("stats/", 0) != 0) continue;
@@ -187,6 +231,12 @@ void load_v3(Metadata& m) {
         std::vector<double>& v = e.stats[c.name.substr(6, slash - 6)][c.name.substr(slash + 1)];
         flatten_cell(c, r, v);
       }
+      if (e.index < 0 || e.length < 0 || e.from_index < 0 || e.data_chunk < 0 || e.data_file < 0)
+        fail_corrupt(file + ": row " + std::to_string(r) + ": episode_index, length, dataset_from_index and "
+                     "data/chunk_index, data/file_index must not be negative");
+      if (e.to_index < e.from_index || e.from_index > kMaxFrames || e.to_index > kMaxFrames)
+        fail_corrupt(file + ": episode " + std::to_string(e.index) + ": dataset_from_index " + std::to_string(e.from_index) +
+                     ", dataset_to_index " + std::to_string(e.to_index) + " is not a range of frames");
       if (e.to_index - e.from_index != e.length)
         fail_corrupt(file + ": episode " + std::to_string(e.index) + " has length " + std::to_string(e.length) +
                      " but dataset_from_index..dataset_to_index spans " + std::to_string(e.to_index - e.from_index));
@@ -200,11 +250,38 @@ void load_v3(Metadata& m) {
   io::Table t = reader->read({"task_index", task_column});
   auto idx = need_column(t, "task_index", io::TypeId::kInt64, task_path).data<int64_t>();
   const io::Column& task = need_column(t, task_column, io::TypeId::kString, task_path);
+  std::vector<bool> defined;
   for (int64_t r = 0; r < t.num_rows(); ++r) {
     int64_t i = idx[size_t(r)];
     if (i < 0 || i > 10'000'000) fail_corrupt(task_path + ": task_index " + std::to_string(i) + " out of range");
-    if (size_t(i) >= m.tasks.size()) m.tasks.resize(size_t(i) + 1);
-    m.tasks[size_t(i)] = std::string(task.str(r));
+    if (!task.is_valid(r)) fail_corrupt(task_path + ": row " + std::to_string(r) + ": the task string is null");
+    define_task(m, defined, i, std::string(task.str(r)));
+  }
+  note_missing_tasks(m, defined);
+}
+
+// The statistics normalisation uses in pairs have one value per dimension each: a feature's
+// pairs agree in size, and a vector feature's match info.json's shape (cameras keep one per
+// channel). Checked here, where the file is known, rather than at the first training step.
+void check_stat_pairs(const std::string& key, const FeatureStats& fs_, const std::string& where) {
+  static const std::pair<const char*, const char*> kPairs[] = {{"mean", "std"}, {"min", "max"}, {"q01", "q99"}, {"q10", "q90"}};
+  for (const auto& [lo, hi] : kPairs) {
+    auto a = fs_.find(lo), b = fs_.find(hi);
+    if (a != fs_.end() && b != fs_.end() && a->second.size() != b->second.size())
+      fail_corrupt(where + ": field '" + key + "': statistic '" + lo + "' has " + std::to_string(a->second.size()) +
+                   " values, '" + hi + "' has " + std::to_string(b->second.size()));
+  }
+}
+
+void check_stats(const Metadata& m, const std::string& key, const FeatureStats& fs_, const std::string& where) {
+  check_stat_pairs(key, fs_, where);
+  const Feature* f = m.info.find(key);
+  if (!f || f->is_camera() || f->dtype == "string") return;
+  for (const auto& [name, v] : fs_) {
+    if (name == "count") continue;
+    if (int64_t(v.size()) != std::max<int64_t>(1, f->numel()))
+      fail_corrupt(where + ": field '" + key + "." + name + "' has " + std::to_string(v.size()) + " values, info.json's shape of '" +
+                   key + "' has " + std::to_string(std::max<int64_t>(1, f->numel())));
   }
 }
 
@@ -213,18 +290,22 @@ void load_stats(Metadata& m) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return;
   std::vector<uint8_t> bytes = read_file(path);
-  json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) fail_corrupt(path + ": not a JSON object");
+  json j = io::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  if (!j.is_object()) fail_corrupt(path + ": not a JSON object");
   for (const auto& f : j.items()) {
     if (!f.value().is_object()) fail_corrupt(path + ": field '" + f.key() + "' must be an object");
     FeatureStats fs_;
     for (const auto& s : f.value().items()) flatten(s.value(), fs_[s.key()], path + ": field '" + f.key() + "." + s.key() + "'");
+    check_stats(m, f.key(), fs_, path);
     m.stats[f.key()] = std::move(fs_);
   }
 }
 
-void check(const Metadata& m) {
+void check(const Metadata& m, bool check_totals) {
   std::string info = m.root + "/meta/info.json";
+  if (!m.episodes.empty() && m.episodes[0].from_index != 0)
+    fail_corrupt(m.root + "/meta/episodes: episode " + std::to_string(m.episodes[0].index) + " (the first) starts at frame " +
+                 std::to_string(m.episodes[0].from_index) + " (dataset_from_index), expected 0");
   for (size_t i = 0; i < m.episodes.size(); ++i) {
     if (m.episodes[i].index != int64_t(i))
       fail_corrupt(m.root + "/meta: episode indices are not 0.." + std::to_string(m.episodes.size() - 1) +
@@ -233,12 +314,14 @@ void check(const Metadata& m) {
       fail_corrupt(m.root + "/meta: episode " + std::to_string(i) + " starts at frame " +
                    std::to_string(m.episodes[i].from_index) + ", expected " + std::to_string(m.episodes[i - 1].to_index));
   }
+  if (!check_totals) return;
+  const std::string repair = "; `ember data check --fix " + m.root + "` rewrites the totals from the files";
   if (int64_t(m.episodes.size()) != m.info.total_episodes)
     fail_corrupt(info + ": field 'total_episodes' is " + std::to_string(m.info.total_episodes) + " but the episode tables list " +
-                 std::to_string(m.episodes.size()));
+                 std::to_string(m.episodes.size()) + repair);
   if (m.num_frames() != m.info.total_frames)
     fail_corrupt(info + ": field 'total_frames' is " + std::to_string(m.info.total_frames) + " but the episodes hold " +
-                 std::to_string(m.num_frames()));
+                 std::to_string(m.num_frames()) + " frames" + repair);
 }
 
 }  // namespace
@@ -253,6 +336,7 @@ std::map<int64_t, std::map<std::string, FeatureStats>> read_episodes_stats_jsonl
     for (const auto& f : j["stats"].items()) {
       if (!f.value().is_object()) fail_corrupt(where + ": field 'stats." + f.key() + "' must be an object");
       for (const auto& s : f.value().items()) flatten(s.value(), ep[f.key()][s.key()], where + ": field 'stats." + f.key() + "." + s.key() + "'");
+      check_stat_pairs("stats." + f.key(), ep[f.key()], where);
     }
   });
   return out;
@@ -275,6 +359,15 @@ std::string Metadata::video_file(const Episode& e, const std::string& camera) co
   return root + "/" + format_path(info.video_path, a, root + "/meta/info.json: video_path");
 }
 
+std::string Metadata::tasks_file() const { return root + (info.is_v3() ? "/meta/tasks.parquet" : "/meta/tasks.jsonl"); }
+
+const std::string& Metadata::task(int64_t k, const std::string& where) const {
+  if (k < 0 || size_t(k) >= tasks.size() || std::binary_search(missing_tasks.begin(), missing_tasks.end(), k))
+    fail_corrupt(where + ": task_index " + std::to_string(k) + " has no task in " + tasks_file() + " (it defines " +
+                 std::to_string(tasks.size() - missing_tasks.size()) + " tasks)");
+  return tasks[size_t(k)];
+}
+
 const Episode& Metadata::episode_of(int64_t index) const {
   if (index < 0 || index >= num_frames())
     fail(ErrorKind::kInvalidArgument, root + ": frame index " + std::to_string(index) + " out of range (dataset has " +
@@ -284,7 +377,7 @@ const Episode& Metadata::episode_of(int64_t index) const {
   return *it;
 }
 
-Metadata load_metadata(const std::string& root) {
+Metadata load_metadata(const std::string& root, bool check_totals) {
   Metadata m;
   m.root = root;
   while (m.root.size() > 1 && m.root.back() == '/') m.root.pop_back();
@@ -292,7 +385,7 @@ Metadata load_metadata(const std::string& root) {
   if (m.info.is_v3()) load_v3(m);
   else load_v2(m);
   load_stats(m);
-  check(m);
+  check(m, check_totals);
   return m;
 }
 

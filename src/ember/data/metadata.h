@@ -39,11 +39,17 @@ struct Metadata {
   DatasetInfo info;
   std::vector<Episode> episodes;              // by episode index
   std::vector<std::string> tasks;             // by task_index
+  std::vector<int64_t> missing_tasks;         // indices below tasks.size() that the task file leaves out
   std::map<std::string, FeatureStats> stats;  // meta/stats.json (empty when absent)
 
   // Path of the data file that holds the episode's rows, and of a camera's video.
   std::string data_file(const Episode& e) const;
   std::string video_file(const Episode& e, const std::string& camera) const;
+  // The task string of task_index k; kCorruption "<where>: task_index k has no task in
+  // <task file>" when the task file does not define it (never an empty task in silence).
+  const std::string& task(int64_t k, const std::string& where) const;
+  // meta/tasks.jsonl (v2.x) or meta/tasks.parquet (v3.0).
+  std::string tasks_file() const;
   // The episode that holds global frame `index` (kInvalidArgument when out of range).
   const Episode& episode_of(int64_t index) const;
   int64_t num_frames() const { return episodes.empty() ? 0 : episodes.back().to_index; }
@@ -53,7 +59,8 @@ struct Metadata {
 std::map<int64_t, std::map<std::string, FeatureStats>> read_episodes_stats_jsonl(const std::string& path);
 
 // Loads everything under ROOT/meta; throws Error naming the file and field at fault,
-// including info.json totals that contradict the episode tables.
-Metadata load_metadata(const std::string& root);
+// including info.json totals that contradict the episode tables (unless check_totals is
+// false: `ember data check --fix` loads a dataset that way to repair them).
+Metadata load_metadata(const std::string& root, bool check_totals = true);
 
 }  // namespace ember::data

@@ -226,7 +226,9 @@ FeatureStats aggregate_feature_stats(const std::vector<FeatureStats>& parts, con
   out["count"] = {total};
 
   // quantiles: count-weighted means, for the q-keys of the first part that every part has
-  for (const auto& [key, first] : parts[0]) {
+  for (const auto& entry : parts[0]) {
+    const std::string& key = entry.first;  // (not a structured binding: lambdas below use it, which clang 14 refuses)
+    const std::vector<double>& first = entry.second;
     if (key.size() < 2 || key[0] != 'q' || !std::all_of(key.begin() + 1, key.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) continue;
     bool everywhere = std::all_of(parts.begin(), parts.end(), [&](const FeatureStats& p) {
       auto it = p.find(key);

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "ember/core/error.h"
+
 namespace ember::io {
 
 void append_json_string(std::string& out, std::string_view s) {

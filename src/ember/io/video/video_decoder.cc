@@ -100,6 +100,8 @@ class VideoDecoder::Impl {
   void advance_to(double t);
   void seek_and_advance(double t);
   bool decode_next();
+  void check_picture(const AVFrame& frame, double ts);
+  void check_sequence(const AVFrame& frame, double ts);
   void forget_pictures();
 
   ffmpeg::Input input_;
@@ -120,6 +122,9 @@ class VideoDecoder::Impl {
   bool flushing_ = false;                  // end of file reached, decoder draining
   bool drained_ = false;                   // decoder has nothing more
   bool lost_ = false;                      // state unknown (after an error or a packet scan): seek
+  bool damaged_ = false;                   // a damaged picture came out since the last key frame
+  std::vector<int64_t> pending_pts_;       // pts of packets fed whose pictures have not come out
+  bool first_since_seek_ = true;           // no picture out since the last seek
   Stats stats_;
 };
 
@@ -218,7 +223,9 @@ void VideoDecoder::Impl::seek(double t) {
   avcodec_flush_buffers(codec_.get());
   forget_pictures();
   fed_dts_ = AV_NOPTS_VALUE;
-  flushing_ = drained_ = false;
+  flushing_ = drained_ = damaged_ = false;
+  pending_pts_.clear();
+  first_since_seek_ = true;
 }
 
 // Pulls the next picture out of the decoder into cur_ (the old cur_ becomes prev_), feeding
@@ -236,6 +243,8 @@ bool VideoDecoder::Impl::decode_next() {
       ++stats_.frames_decoded;
       cur_ts_ = timestamp_of(*cur_);
       if (std::isnan(cur_ts_)) fail_corrupt(path() + ": decoded picture has no timestamp");
+      check_sequence(*cur_, cur_ts_);
+      check_picture(*cur_, cur_ts_);
       return true;
     }
     if (rc == AVERROR_EOF) {
@@ -268,6 +277,7 @@ bool VideoDecoder::Impl::decode_next() {
     if (pkt->dts != AV_NOPTS_VALUE) fed_dts_ = pkt->dts;
     rc = avcodec_send_packet(ctx, pkt);
     av_packet_unref(pkt);
+    if (rc >= 0 && pts != AV_NOPTS_VALUE) pending_pts_.push_back(pts);
     if (rc < 0 && rc != AVERROR(EAGAIN)) {
       input_.fail_ffmpeg("cannot decode the packet at t=" +
                              seconds(static_cast<double>(pts - start_pts_) * av_q2d(time_base_)) +
@@ -275,6 +285,50 @@ bool VideoDecoder::Impl::decode_next() {
                          rc);
     }
   }
+}
+
+// A picture is handed over only as the stream declares it and as its data says: decoders
+// conceal damaged data by copying other pictures (a damaged mdat gave frame 96's picture at
+// frame 111's time), and a sample entry may declare another size than the coded pictures.
+// Both throw, naming the file and the time; the pictures after a damaged one up to the next
+// key frame are refused too, since they are predicted from it.
+void VideoDecoder::Impl::check_picture(const AVFrame& frame, double ts) {
+  if (frame.width != info_.width || frame.height != info_.height) {
+    fail_corrupt(path() + ": the picture at t=" + seconds(ts) + " s is " + std::to_string(frame.width) + "x" +
+                 std::to_string(frame.height) + ", the stream declares " + std::to_string(info_.width) + "x" +
+                 std::to_string(info_.height) + " (damaged sample entry?)");
+  }
+  bool damaged = frame.decode_error_flags != 0 || (frame.flags & AV_FRAME_FLAG_CORRUPT) != 0;
+  if (frame.key_frame && !damaged) damaged_ = false;
+  if (damaged) damaged_ = true;
+  if (damaged_) {
+    fail_corrupt(path() + ": the picture at t=" + seconds(ts) + " s does not decode cleanly" +
+                 (damaged ? "" : " (it is predicted from a damaged one)") + ": damaged video data");
+  }
+}
+
+// Every packet of an MP4 video track (an H.264 access unit, an AV1 temporal unit) gives one
+// picture, in presentation order. A packet that gives none was damaged, and the pictures
+// after it are predicted from a reference that is not what the encoder had: a dropped AV1
+// frame made the next one show the frame before it. The packets fed before the first picture
+// after a seek are exempt: a seek that lands between key frames feeds pictures that cannot
+// decode.
+void VideoDecoder::Impl::check_sequence(const AVFrame& frame, double ts) {
+  int64_t pts = frame.pts;
+  if (pts == AV_NOPTS_VALUE) return;
+  std::sort(pending_pts_.begin(), pending_pts_.end());
+  auto at = std::lower_bound(pending_pts_.begin(), pending_pts_.end(), pts);
+  bool skipped = at != pending_pts_.begin();
+  double skipped_ts = skipped ? static_cast<double>(pending_pts_.front() - start_pts_) * av_q2d(time_base_) : 0;
+  if (at != pending_pts_.end() && *at == pts) ++at;
+  pending_pts_.erase(pending_pts_.begin(), at);
+  if (!skipped || first_since_seek_) {
+    first_since_seek_ = false;
+    return;
+  }
+  damaged_ = true;
+  fail_corrupt(path() + ": the packet at t=" + seconds(skipped_ts) + " s gives no picture (damaged video data); " +
+               "the pictures after it up to the next key frame (from t=" + seconds(ts) + " s) are predicted from it");
 }
 
 // Decodes forward until cur_ is at or after t (or the stream ends).

@@ -1,0 +1,236 @@
+// A damaged video never yields another frame than the one asked for (issue 26): copies of the
+// fixture videos with their mdat bytes or sample entry damaged here, decoded frame by frame;
+// every frame is the one asked for (its stripes show its index) or an Error naming the file
+// and the time. One thing no decoder can tell: the first damaged picture of a run, decoded
+// from bytes that still parse (AV1 and H.264 carry no checksums), comes out garbled rather
+// than refused; it shows no frame of the video, and the test counts such pictures apart.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/data/check.h"
+#include "ember/data/dataset.h"
+#include "ember/io/video/video_decoder.h"
+#include "stripes.h"
+#include "test_util.h"
+
+namespace ember::io {
+namespace {
+
+const std::string kData = EMBER_TEST_DATA;
+constexpr double kFps = 30;
+
+// v2.1 fixture episode 1: 62 frames showing global indices 37..98.
+struct Fixture {
+  std::string path;
+  int frames;
+  int first_index;
+};
+const Fixture kFixtures[] = {
+    {kData + "/lerobot_v2_1/videos/chunk-000/observation.images.top/episode_000001.mp4", 62, 37},
+    {kData + "/lerobot_v2_1/videos/chunk-000/observation.images.wrist/episode_000001.mp4", 62, 37},
+};
+
+uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
+  return uint32_t(b[at]) << 24 | uint32_t(b[at + 1]) << 16 | uint32_t(b[at + 2]) << 8 | b[at + 3];
+}
+void put_be16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
+  b[at] = uint8_t(v >> 8);
+  b[at + 1] = uint8_t(v);
+}
+
+// Offset and size of the first box of type `type` inside [begin, end) (recursing into the
+// container boxes on the way to a sample entry); {0, 0} when absent.
+std::pair<size_t, size_t> find_box(const std::vector<uint8_t>& b, const std::string& type, size_t begin, size_t end) {
+  static const char* containers[] = {"moov", "trak", "mdia", "minf", "stbl"};
+  for (size_t at = begin; at + 8 <= end;) {
+    size_t size = be32(b, at);
+    if (size < 8 || at + size > end) break;
+    std::string t(reinterpret_cast<const char*>(&b[at + 4]), 4);
+    if (t == type) return {at, size};
+    for (const char* c : containers)
+      if (t == c) {
+        auto inner = find_box(b, type, at + 8, at + size);
+        if (inner.second) return inner;
+      }
+    if (t == "stsd") {  // full box header, entry count, then the sample entries
+      auto inner = find_box(b, type, at + 16, at + size);
+      if (inner.second) return inner;
+    }
+    at += size;
+  }
+  return {0, 0};
+}
+
+struct Outcome {
+  int right = 0, refused = 0;
+  std::vector<std::string> wrong;  // frames handed over showing another frame of the video
+  int garbled = 0;                 // frames handed over showing no frame of the video at all
+  std::string first_error;
+};
+
+// Decodes every frame of a (damaged) copy in order, then every frame in reverse order.
+Outcome decode_all(const std::vector<uint8_t>& bytes, const Fixture& fx, const std::string& name) {
+  Outcome o;
+  std::unique_ptr<VideoDecoder> d;
+  try {
+    d = std::make_unique<VideoDecoder>(memory_source(bytes, name));
+  } catch (const Error& e) {
+    o.refused = 2 * fx.frames;
+    o.first_error = e.what();
+    return o;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < fx.frames; ++i) {
+      int k = pass == 0 ? i : fx.frames - 1 - i;
+      double t = k / kFps;
+      try {
+        Frame f = d->decode_at(t);
+        int64_t shown = test::stripe_index(f);
+        if (shown == fx.first_index + k) ++o.right;
+        else if (shown >= fx.first_index && shown < fx.first_index + fx.frames)
+          o.wrong.push_back("frame " + std::to_string(k) + " showed frame " + std::to_string(shown - fx.first_index));
+        else ++o.garbled;
+      } catch (const Error& e) {
+        ++o.refused;
+        if (o.first_error.empty()) o.first_error = e.what();
+      }
+    }
+  }
+  return o;
+}
+
+TEST(BadInputVideo, DamagedMdatNeverYieldsAnotherFrame) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  for (const Fixture& fx : kFixtures) {
+    std::vector<uint8_t> good = read_file(fx.path);
+    auto [mdat, size] = find_box(good, "mdat", 0, good.size());
+    ASSERT_GT(size, 64u) << fx.path;
+    // damage one stretch of the picture data at a time: early, middle, late; zeros and noise
+    int damaged_runs = 0;
+    for (double where : {0.1, 0.3, 0.5, 0.7, 0.9}) {
+      for (int fill = 0; fill < 2; ++fill) {
+        std::vector<uint8_t> bad = good;
+        size_t from = mdat + 8 + size_t(where * double(size - 8)), n = std::min<size_t>(200, mdat + size - from);
+        uint32_t x = 12345;
+        for (size_t i = 0; i < n; ++i) bad[from + i] = fill == 0 ? 0 : uint8_t((x = x * 1103515245 + 12345) >> 16);
+        std::string name = "damaged_" + std::to_string(int(where * 100)) + (fill ? "_noise" : "_zeros") + ".mp4";
+        Outcome o = decode_all(bad, fx, name);
+        EXPECT_TRUE(o.wrong.empty()) << fx.path << " " << name << ": " << o.wrong.size() << " wrong frames, first "
+                                     << (o.wrong.empty() ? "" : o.wrong[0]);
+        if (o.refused > 0) {
+          ++damaged_runs;
+          EXPECT_NE(o.first_error.find(name), std::string::npos) << o.first_error;
+          EXPECT_NE(o.first_error.find(" s"), std::string::npos) << o.first_error;  // names the time
+        }
+      }
+    }
+    EXPECT_GT(damaged_runs, 0) << fx.path << ": no damage was noticed at all";
+  }
+}
+
+TEST(BadInputVideo, SampleEntryDeclaringOtherDimensionsIsRefused) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  for (const Fixture& fx : kFixtures) {
+    std::vector<uint8_t> bad = read_file(fx.path);
+    auto [moov, size] = find_box(bad, "moov", 0, bad.size());
+    ASSERT_GT(size, 0u);
+    size_t entry = 0;
+    for (const char* type : {"avc1", "av01", "hvc1", "hev1", "mp4v"})
+      if (auto e = find_box(bad, type, moov, moov + size); e.second) entry = e.first;
+    ASSERT_GT(entry, 0u) << fx.path;
+    // VisualSampleEntry: 8 box header, 6 reserved, 2 data_reference_index, 16 pre_defined/reserved, width, height
+    put_be16(bad, entry + 32, 48);
+    put_be16(bad, entry + 34, 32);
+    Outcome o = decode_all(bad, fx, "resized_entry.mp4");
+    EXPECT_TRUE(o.wrong.empty()) << fx.path << ": " << o.wrong.size() << " wrong frames";
+    EXPECT_EQ(o.right, 0) << fx.path << ": pictures of another size than the stream declares were handed over";
+    EXPECT_NE(o.first_error.find("resized_entry.mp4"), std::string::npos) << o.first_error;
+    EXPECT_NE(o.first_error.find("48x32"), std::string::npos) << o.first_error;
+  }
+}
+
+// A copy of the v2.1 fixture whose top camera video of episode 1 has a run of zeros at 10 %
+// of its mdat (the packet of frame 5 then gives no picture, and frame 6 showed frame 4).
+struct DamagedDataset {
+  test::TempDir dir{"ember_bad_video"};
+  std::string root = dir.path() + "/ds";
+  std::string video = root + "/videos/chunk-000/observation.images.top/episode_000001.mp4";
+  DamagedDataset() {
+    std::filesystem::copy(kData + "/lerobot_v2_1", root, std::filesystem::copy_options::recursive);
+    std::vector<uint8_t> b = read_file(video);
+    auto [mdat, size] = find_box(b, "mdat", 0, b.size());
+    size_t from = mdat + 8 + (size - 8) / 10;
+    std::fill(b.begin() + long(from), b.begin() + long(from + 200), uint8_t(0));
+    std::filesystem::remove(video);
+    std::ofstream(video, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size()));
+  }
+};
+
+TEST(BadInputVideo, SampleNamesFileCameraAndTime) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  DamagedDataset ds;
+  data::Dataset d(ds.root);
+  EXPECT_NO_THROW(d.get(37 + 2));  // before the damage
+  try {
+    data::Item item = d.get(37 + 6);
+    ADD_FAILURE() << "frame 6 of episode 1 was handed over, showing " << test::stripe_index(item.images.at("observation.images.top")[0]);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kCorruption) << msg;
+    EXPECT_EQ(msg.rfind(ds.video + ": ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("camera observation.images.top, episode 1 frame 6"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("t=0."), std::string::npos) << msg;
+  }
+}
+
+TEST(BadInputVideo, CheckDecodesAndReportsTheDamagedVideo) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  DamagedDataset ds;
+  data::CheckReport quick = data::check_dataset(ds.root);
+  data::CheckOptions o;
+  o.decode_all = true;
+  int64_t calls = 0;
+  o.decode_progress = [&](int64_t, int64_t) { ++calls; };
+  data::CheckReport all = data::check_dataset(ds.root, o);
+  ASSERT_EQ(all.problems.size(), 1u);
+  EXPECT_EQ(all.problems[0].file, ds.video);
+  EXPECT_NE(all.problems[0].message.find("observation.images.top episode 1 frame 5"), std::string::npos) << all.problems[0].message;
+  EXPECT_GT(calls, 100);
+  EXPECT_GT(all.frames_decoded, quick.frames_decoded);
+}
+
+// `check` without --decode_all opens every video and decodes its first frame and each
+// episode's first and last: enough for a video whose picture data is all zeros, or whose
+// sample entry declares another size.
+TEST(BadInputVideo, CheckFindsZeroedMdatAndResizedSampleEntry) {
+  if (!video_support_available()) GTEST_SKIP() << "built without FFmpeg";
+  for (int damage = 0; damage < 2; ++damage) {
+    DamagedDataset ds;
+    std::vector<uint8_t> b = read_file(kFixtures[1].path);  // the wrist camera's episode 1
+    std::string video = ds.root + "/videos/chunk-000/observation.images.wrist/episode_000001.mp4";
+    if (damage == 0) {
+      auto [mdat, size] = find_box(b, "mdat", 0, b.size());
+      std::fill(b.begin() + long(mdat + 8), b.begin() + long(mdat + size), uint8_t(0));
+    } else {
+      auto [moov, size] = find_box(b, "moov", 0, b.size());
+      for (const char* type : {"avc1", "av01"})
+        if (auto e = find_box(b, type, moov, moov + size); e.second) put_be16(b, e.first + 32, 48), put_be16(b, e.first + 34, 32);
+    }
+    std::filesystem::remove(video);
+    std::ofstream(video, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), long(b.size()));
+    data::CheckReport r = data::check_dataset(ds.root);
+    bool named = false;
+    for (const data::Problem& p : r.problems) named |= p.file == video;
+    EXPECT_TRUE(named) << (damage == 0 ? "zeroed mdat" : "resized sample entry") << ": " << r.problems.size() << " problems";
+  }
+}
+
+}  // namespace
+}  // namespace ember::io

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Bad input at the command line (issue 26): one line naming the file or flag, exit status 2,
+never a crash, a hang or a half-written output.
+
+Run by CTest: test_bad_input_cli.py --ember PATH --data tests/fixtures
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def run(ember, *args, preexec=None, timeout=120):
+    p = subprocess.run([ember, *args], capture_output=True, text=True, timeout=timeout, preexec_fn=preexec)
+    return p.returncode, p.stdout, p.stderr
+
+
+def user_error(name, ember, args, must_mention, timeout=120):
+    try:
+        rc, out, err = run(ember, *args, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        check(name, False, f"hung for {timeout} s")
+        return
+    lines = [l for l in err.splitlines() if l.strip()]
+    check(name, rc == 2 and len(lines) == 1 and all(m in err for m in must_mention), f"rc={rc} stderr={err!r}")
+
+
+def copy_fixture(data, name, tmp):
+    root = os.path.join(tmp, name)
+    shutil.copytree(os.path.join(data, name), root)
+    return root
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ember", required=True)
+    ap.add_argument("--data", required=True)
+    a = ap.parse_args()
+    ember = a.ember
+    tmp = tempfile.mkdtemp(prefix="ember_bad_cli_")
+    try:
+        # commands that do not exist name what was given
+        user_error("unknown command", ember, ["nonsense"], ["'nonsense' is not a subcommand", "data"])
+        user_error("unknown option before a command", ember, ["--nope"], ["'--nope' is not an option", "data"])
+        user_error("unknown data subcommand", ember, ["data", "nonsense"], ["ember data: 'nonsense'", "check"])
+        user_error("no command", ember, [], ["a subcommand is required"])
+
+        # JSON nested 100000 levels deep
+        root = copy_fixture(a.data, "lerobot_v3_0", tmp)
+        with open(os.path.join(root, "meta", "info.json"), "w") as f:
+            f.write('{"codebase_version": "v3.0", "x": ' + "[" * 100000 + "]" * 100000 + "}")
+        for cmd in ("info", "check"):
+            rc, out, err = run(ember, "data", cmd, root)
+            want = 1 if cmd == "check" else 2  # check lists the problem and exits 1
+            check(f"deep info.json: data {cmd}", rc == want and "info.json: JSON nested deeper than 512 levels" in (out + err),
+                  f"rc={rc} {out!r} {err!r}")
+        user_error("deep info.json: data sample", ember, ["data", "sample", root, "--index", "0", "--out", os.path.join(tmp, "s")],
+                   ["info.json: JSON nested deeper than 512 levels"])
+        shutil.rmtree(root)
+
+        # info.json a FIFO: refused at once
+        root = copy_fixture(a.data, "lerobot_v3_0", tmp)
+        os.remove(os.path.join(root, "meta", "info.json"))
+        os.mkfifo(os.path.join(root, "meta", "info.json"))
+        user_error("FIFO info.json: data info", ember, ["data", "info", root], ["info.json: is a FIFO"], timeout=20)
+        user_error("FIFO info.json: data sample", ember,
+                   ["data", "sample", root, "--index", "0", "--out", os.path.join(tmp, "s")], ["info.json: is a FIFO"], timeout=20)
+        shutil.rmtree(root)
+
+        # totals: refused naming the true count; check --fix repairs them
+        root = copy_fixture(a.data, "lerobot_v3_0", tmp)
+        info_path = os.path.join(root, "meta", "info.json")
+        info = json.load(open(info_path))
+        info["total_frames"] = 300
+        json.dump(info, open(info_path, "w"), indent=4)
+        user_error("more frames than the episodes hold", ember, ["data", "info", root],
+                   ["'total_frames' is 300 but the episodes hold 261 frames", "--fix"])
+        rc, out, err = run(ember, "data", "check", root, "--fix")
+        fixed = json.load(open(info_path))
+        check("check --fix rewrites total_frames", rc == 0 and fixed["total_frames"] == 261 and "total_frames: 300 -> 261" in out
+              and fixed["splits"] == info["splits"], f"rc={rc} {out!r} {err!r}")
+        rc, out, err = run(ember, "data", "check", root, "--decode_all", "--json")
+        report = json.loads(out) if rc == 0 else {}
+        check("check --decode_all decodes every frame", rc == 0 and report.get("frames_decoded", 0) >= 2 * 261,
+              f"rc={rc} {out!r} {err!r}")
+
+        # sample --out: a failure part way (the second PNG cannot be written) leaves DIR as it was
+        out_dir = os.path.join(tmp, "sample")
+        rc, out, err = run(ember, "data", "sample", root, "--index", "5", "--out", out_dir)
+        before = {n: open(os.path.join(out_dir, n), "rb").read() for n in sorted(os.listdir(out_dir))}
+        check("sample writes a directory", rc == 0 and "sample.json" in before and len(before) == 3, f"rc={rc} {err!r}")
+        # a file size limit that lets the PNGs through and stops sample.json, written last
+        scratch = os.path.join(tmp, "scratch")
+        run(ember, "data", "sample", root, "--index", "200", "--out", scratch)
+        sizes = {n: os.path.getsize(os.path.join(scratch, n)) for n in os.listdir(scratch)}
+        biggest_png = max(v for n, v in sizes.items() if n.endswith(".png"))
+        check("sample.json is bigger than the PNGs (the test's premise)", sizes["sample.json"] > biggest_png + 1, str(sizes))
+        limit = (biggest_png + sizes["sample.json"]) // 2
+
+        def small_files():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        rc, out, err = run(ember, "data", "sample", root, "--index", "200", "--out", out_dir, preexec=small_files)
+        after = {n: open(os.path.join(out_dir, n), "rb").read() for n in sorted(os.listdir(out_dir))}
+        left = [n for n in os.listdir(tmp) if n.startswith("sample.")]  # no temporary directory left
+        check("sample failing part way leaves DIR as it was", rc == 2 and after == before and not left,
+              f"rc={rc} {err!r} changed={sorted(set(after) ^ set(before))} left={left}")
+        rc, out, err = run(ember, "data", "sample", root, "--index", "200", "--out", out_dir)
+        check("sample replaces an earlier sample whole", rc == 0 and json.load(open(os.path.join(out_dir, "sample.json")))["index"] == 200,
+              f"rc={rc} {err!r}")
+        os.makedirs(os.path.join(tmp, "mine"))
+        open(os.path.join(tmp, "mine", "notes.txt"), "w").write("keep")
+        user_error("sample never replaces a directory of other files", ember,
+                   ["data", "sample", root, "--index", "0", "--out", os.path.join(tmp, "mine")], ["notes.txt"])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
