@@ -21,6 +21,9 @@ OUT_DIR then holds
   ember_shrink.json                      the shrunken sizes (config.json only names the variants
                                          "gemma_2b" / "gemma_300m"; a loader needs these to build
                                          the same shapes)
+  ember_model.safetensors, ember_policy.json
+                                         the same weights in ember's parameter names and ember's
+                                         shape JSON (the name map of docs/lerobot_pi05.md)
   reference.safetensors                  fixed inputs and LeRobot's outputs on them; tensor names
                                          and meanings are in its metadata: one key "reference",
                                          a JSON object whose "contents" lists them
@@ -457,7 +460,101 @@ def build(out_dir: Path) -> dict:
     # would make the file's bytes differ from run to run
     save_file(tensors, str(out_dir / "reference.safetensors"),
               metadata={"reference": json.dumps(meta, sort_keys=True)})
+    # the same weights in ember's names, so that a parity test can load them with ember's own
+    # loader before the LeRobot importer exists
+    ember, skipped = ember_state_dict(policy.state_dict(), SHRINK["paligemma"]["depth"],
+                                      SHRINK["vision"]["num_hidden_layers"])
+    save_file({k: v.contiguous() for k, v in ember.items()}, str(out_dir / "ember_model.safetensors"),
+              metadata={"skipped": json.dumps(skipped)})
+    (out_dir / "ember_policy.json").write_text(json.dumps(ember_shape_json(SHRINK), indent=2) + "\n")
     return {"tensors": tensors, "prompts": prompts, "check": check}
+
+
+# ----------------------------------------------------------------------------------------------
+# LeRobot names -> ember names (docs/lerobot_pi05.md, "Name map")
+
+PG = "model.paligemma_with_expert.paligemma."
+VT = PG + "model.vision_tower.vision_model."
+LM = PG + "model.language_model."
+EX = "model.paligemma_with_expert.gemma_expert."
+
+
+def ember_state_dict(sd: dict, lm_layers: int, vision_layers: int):
+    """Converts a LeRobot PI05Policy state dict (keys with the "model." prefix) to ember's
+    parameter names (src/ember/model: pi05.cc, layers.cc, vision.cc). Returns (ember tensors,
+    skipped LeRobot keys). Transforms: vision q/k/v fused into qkv (concatenated on dim 0 in
+    that order), Gemma RMSNorm scales w -> 1 + w (ember's RmsNorm multiplies by its weight,
+    Gemma's by 1 + weight); the language model's last layer keeps only k, v and its input norm.
+    """
+    import torch
+
+    out, used = {}, set()
+
+    def take(key):
+        used.add(key)
+        return sd[key]
+
+    emb = LM + "embed_tokens.weight"
+    out["embedding"] = take(emb) if emb in sd else take(PG + "lm_head.weight")
+    out["vision.patch_weight"] = take(VT + "embeddings.patch_embedding.weight")
+    out["vision.patch_bias"] = take(VT + "embeddings.patch_embedding.bias")
+    out["vision.position_embed"] = take(VT + "embeddings.position_embedding.weight")
+    for i in range(vision_layers):
+        src, dst = f"{VT}encoder.layers.{i}.", f"vision.blocks.{i}."
+        for part in ("weight", "bias"):
+            out[dst + "qkv." + part] = torch.cat([take(f"{src}self_attn.{x}_proj.{part}") for x in "qkv"], 0)
+            out[dst + "proj." + part] = take(f"{src}self_attn.out_proj.{part}")
+            out[dst + "norm1." + part] = take(f"{src}layer_norm1.{part}")
+            out[dst + "norm2." + part] = take(f"{src}layer_norm2.{part}")
+            out[dst + "fc1." + part] = take(f"{src}mlp.fc1.{part}")
+            out[dst + "fc2." + part] = take(f"{src}mlp.fc2.{part}")
+    out["vision.final_norm.weight"] = take(VT + "post_layernorm.weight")
+    out["vision.final_norm.bias"] = take(VT + "post_layernorm.bias")
+    out["projector.weight"] = take(PG + "model.multi_modal_projector.linear.weight")
+    out["projector.bias"] = take(PG + "model.multi_modal_projector.linear.bias")
+    for i in range(lm_layers):
+        src, dst = f"{LM}layers.{i}.", f"lm.{i}."
+        last = i + 1 == lm_layers
+        out[dst + "k.weight"] = take(src + "self_attn.k_proj.weight")
+        out[dst + "v.weight"] = take(src + "self_attn.v_proj.weight")
+        out[dst + "norm1.weight"] = 1.0 + take(src + "input_layernorm.weight").float()
+        if not last:
+            out[dst + "q.weight"] = take(src + "self_attn.q_proj.weight")
+            out[dst + "o.weight"] = take(src + "self_attn.o_proj.weight")
+            out[dst + "norm2.weight"] = 1.0 + take(src + "post_attention_layernorm.weight").float()
+            for x in ("gate", "up", "down"):
+                out[f"{dst}mlp.{x}.weight"] = take(f"{src}mlp.{x}_proj.weight")
+        src, dst = f"{EX}model.layers.{i}.", f"expert.{i}."
+        for x in "qkvo":
+            out[f"{dst}{x}.weight"] = take(f"{src}self_attn.{x}_proj.weight")
+        for part in ("weight", "bias"):
+            out[f"{dst}ada1.modulation.{part}"] = take(f"{src}input_layernorm.dense.{part}")
+            out[f"{dst}ada2.modulation.{part}"] = take(f"{src}post_attention_layernorm.dense.{part}")
+        for x in ("gate", "up", "down"):
+            out[f"{dst}mlp.{x}.weight"] = take(f"{src}mlp.{x}_proj.weight")
+    for part in ("weight", "bias"):
+        out["expert_final_norm.modulation." + part] = take(f"{EX}model.norm.dense.{part}")
+        out["action_in." + part] = take("model.action_in_proj." + part)
+        out["action_out." + part] = take("model.action_out_proj." + part)
+        out["time_in." + part] = take("model.time_mlp_in." + part)
+        out["time_out." + part] = take("model.time_mlp_out." + part)
+    skipped = sorted(k for k in sd if k not in used)
+    return out, skipped
+
+
+def ember_shape_json(spec: dict) -> dict:
+    """ember's policy.json (train/policy_checkpoint.cc shape_to_json) for the reference model."""
+    def tower(t):
+        return {"width": t["width"], "layers": t["depth"], "heads": t["num_heads"], "kv_heads": t["num_kv_heads"],
+                "head_dim": t["head_dim"], "mlp": t["mlp_dim"]}
+    v = spec["vision"]
+    return {"type": "pi05", "preset": "lerobot-reference",
+            "vision": {"image_size": IMAGE, "patch": v["patch_size"], "width": v["hidden_size"],
+                       "layers": v["num_hidden_layers"], "heads": v["num_attention_heads"], "mlp": v["intermediate_size"]},
+            "lm": tower(spec["paligemma"]), "expert": tower(spec["action_expert"]), "vocab": spec["vocab_size"],
+            "horizon": CONFIG["chunk_size"], "max_action_dim": CONFIG["max_action_dim"],
+            "max_cameras": len(CAMERAS) + CONFIG["empty_cameras"], "max_prompt": CONFIG["tokenizer_max_length"],
+            "flow_steps": CONFIG["num_inference_steps"]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -489,6 +586,15 @@ def describe(path: Path, out_dir: Path) -> None:
     inv["real_state_dict"] = {"model." + k: [list(v.shape), str(v.dtype).replace("torch.", "")]
                               for k, v in real.state_dict().items()}
     inv["real_parameters"] = sum(p.numel() for p in real.parameters())
+    real_sd = {"model." + k: v for k, v in real.state_dict().items()}
+    ember, skipped = ember_state_dict(real_sd, 18, 27)
+    inv["real_ember"] = {k: list(v.shape) for k, v in ember.items()}
+    inv["real_ember_parameters"] = sum(v.numel() for v in ember.values())
+    inv["real_skipped"] = {k: list(real_sd[k].shape) for k in skipped}
+    small_sd = build_policy().state_dict()
+    ember, skipped = ember_state_dict(small_sd, SHRINK["paligemma"]["depth"], SHRINK["vision"]["num_hidden_layers"])
+    inv["small_ember"] = {k: list(v.shape) for k, v in ember.items()}
+    inv["small_skipped"] = skipped
     inv["real_parameters_by_part"] = {}
     for k, v in real.named_parameters():
         part = ".".join(k.split(".")[:3]) if k.startswith("paligemma_with_expert") else k.split(".")[0]
