@@ -215,7 +215,8 @@ def build_policy(spec=SHRINK, **over):
     with shrunk(spec):
         policy = PI05Policy(make_config(**over))
     # LeRobot initialises the adaRMS modulations' weights to zero (pi_gemma.py PiGemmaRMSNorm),
-    # which would hide the conditioning path from a parity test; and the RMSNorm scales to 0.
+    # which would hide the conditioning path from a parity test, and the Gemma RMSNorm weights
+    # to 0 (scale 1 + 0), which would hide a wrong 1 + w convention.
     # Give every parameter a random value instead (same seed, deterministic order).
     gen = torch.Generator().manual_seed(SEED + 1)
     with torch.no_grad():
