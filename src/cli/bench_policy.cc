@@ -10,7 +10,7 @@ namespace ember::cli {
 
 void add_bench_policy_command(CLI::App& app, Action& action) {
   CLI::App* bench = app.get_subcommand("bench");
-  auto o = std::make_shared<train::PolicyBenchOptions>();
+  auto o = std::make_shared<bench::PolicyBenchOptions>();
   auto attention = std::make_shared<std::string>("both");
   CLI::App* cmd = bench->add_subcommand("policy", "training speed of the policy, varlen vs padded attention");
   cmd->add_option("--preset", o->preset, "tiny | small | pi05");
@@ -44,7 +44,7 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
     };
   });
 
-  auto lo = std::make_shared<train::LoaderBenchOptions>();
+  auto lo = std::make_shared<bench::LoaderBenchOptions>();
   CLI::App* loader = bench->add_subcommand("loader", "training loader speed (no training): samples/s per number of threads");
   loader->add_option("ROOT", lo->root, "a LeRobot dataset")->required();
   loader->add_option("--preset", lo->preset, "the policy whose shapes the samples take: tiny | small | pi05");

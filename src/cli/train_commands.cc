@@ -26,7 +26,8 @@ namespace {
 void write_npy(const std::string& path, const at::Tensor& t) {
   auto c = t.to(at::kFloat).contiguous();
   std::string shape = "(";
-  for (int64_t i = 0; i < c.dim(); ++i) shape += std::to_string(c.size(i)) + (c.dim() == 1 || i + 1 < c.dim() ? "," : "");
+  for (int64_t i = 0; i < c.dim(); ++i) shape += (i ? ", " : "") + std::to_string(c.size(i));
+  if (c.dim() == 1) shape += ",";
   shape += ")";
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64) header += ' ';

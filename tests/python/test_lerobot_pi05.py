@@ -150,8 +150,8 @@ def main():
                        timeout=600)
         check("train --policy.path", rc == 0 and "initialised from" in e and "pi05/lerobot" in e, f"rc={rc} {e[-2000:]!r}")
         metrics = os.path.join(run1, "metrics.jsonl")
-        losses = [json.loads(l)["loss"] for l in open(metrics)] if os.path.exists(metrics) else []
-        check("train --policy.path logs finite losses", len(losses) == 2 and all(0 < x < 1e3 for x in losses), str(losses))
+        losses = [json.loads(l)["loss"] for l in open(metrics) if '"loss"' in l] if os.path.exists(metrics) else []
+        check("train --policy.path logs finite losses", len(losses) >= 2 and all(0 < x < 1e3 for x in losses), str(losses))
         ckpts = [os.path.join(r) for r, _, fs in os.walk(run1) for f in fs if f == "lerobot_config.json"]
         check("its checkpoint keeps LeRobot's config and unused tensors",
               bool(ckpts) and os.path.exists(os.path.join(ckpts[0], "lerobot_unused.safetensors")), str(ckpts))

@@ -235,7 +235,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   result.first_step = step;
   while (step < config.steps) {
     profiler.before(step);
-    Stopwatch clock;
+    ember::Stopwatch clock;  // core/stopwatch.h, not metrics.h's train::Stopwatch
     double wait_s = 0;
     TrainBatch batch = loader.next(&wait_s);
     const double lr = schedule.at(step);
