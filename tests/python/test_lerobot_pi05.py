@@ -137,6 +137,16 @@ def main():
         cfg["output_features"] = {"action": {"type": "ACTION", "shape": [7]}}
         json.dump(cfg, open(os.path.join(policy, "config.json"), "w"), indent=2)
 
+        # LeRobot's pi05 normalises by quantiles: a copy of the fixture dataset with them
+        user_error("train --policy.path on a dataset without quantiles",
+                   [ember, "train", f"--dataset.root={dataset}", f"--output_dir={os.path.join(tmp, 'noq')}", "--steps=1",
+                    f"--policy.path={policy}", f"--policy.tokenizer_path={tokenizer}"], ["q01/q99", "ember data stats"])
+        qdata = os.path.join(tmp, "dataset")
+        shutil.copytree(dataset, qdata)
+        rc, o, e = run([ember, "data", "stats", qdata, "--write"])
+        check("data stats --write (quantiles)", rc == 0, f"rc={rc} {e!r}")
+        dataset = qdata
+
         user_error("predict on a LeRobot directory without a tokenizer",
                    [ember, "predict", "--checkpoint", fixture, f"--dataset.root={dataset}"], ["--policy.tokenizer_path"])
         user_error("predict on a LeRobot directory without statistics",

@@ -366,7 +366,7 @@ void check_stats(FeatureSpec& spec, const std::string& file) {
     auto it = spec.stats.find(key);
     if (it == spec.stats.end()) bad(file, "no statistics for '" + key + "'");
     for (const auto& [stat, values] : it->second)
-      if (int64_t(values.size()) != dim)
+      if (stat != "count" && int64_t(values.size()) != dim)  // count: one value, the frames it was computed over
         bad(file, "statistic '" + key + "." + stat + "' has " + std::to_string(values.size()) + " values, the feature " + std::to_string(dim));
   }
 }

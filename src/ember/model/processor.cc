@@ -84,6 +84,10 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
   for (const auto& key : {spec.state_key, spec.action_key}) {
     auto it = meta.stats.find(key);
     if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
+    const auto mode = spec.modes.count(key) ? spec.modes.at(key) : data::NormMode::kIdentity;
+    if (mode == data::NormMode::kQuantiles && !has_stats(it->second, {"q01", "q99"}))
+      bad(meta.root, "statistics of '" + key + "' have no q01/q99, which the policy's QUANTILES normalisation needs "
+                     "(meta/stats.json; `ember data stats PATH --write` computes them)");
     spec.stats[key] = it->second;
   }
   return spec;
