@@ -15,10 +15,16 @@ void add_bench_commands(CLI::App& app, Action& action);
 void add_demo_command(CLI::App& app, Action& action);
 // `bench policy`, added to the `bench` subcommand (src/cli/bench_policy.cc).
 void add_bench_policy_command(CLI::App& app, Action& action);
-// `train` and `predict` (src/cli/train_commands.cc).
+// `train`, `predict` and `export` (src/cli/train_commands.cc).
 void add_train_commands(CLI::App& app, Action& action);
-// Prints a checkpoint's predicted action chunk for a dataset frame next to the recorded one.
-int print_prediction(const std::string& checkpoint, const std::string& root, int64_t index, const std::string& device);
+// `ember predict`'s flags.
+struct PredictArgs {
+  std::string checkpoint, root, device = "auto", tokenizer_path, noise, raw_out;
+  int64_t index = 0;
+};
+// Prints a checkpoint's predicted action chunk for a dataset frame next to the recorded one
+// (and writes the raw model output to raw_out when given).
+int print_prediction(const PredictArgs& args);
 void add_sim_commands(CLI::App& app, Action& action);  // sim collect|view, eval, bench sim
 void add_launch_command(CLI::App& app, Action& action);
 // `data check` and `data sample`, added to the `data` subcommand.

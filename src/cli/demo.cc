@@ -82,7 +82,7 @@ int run_demo(const DemoOptions& o) {
   std::printf("      loss %.3f -> %.3f (%.1fx lower); checkpoint %s\n\n", first, last, first / last, trained.last_checkpoint.c_str());
 
   std::printf("[3/4] one predicted action chunk (frame 10 of the demonstrations)\n");
-  print_prediction(trained.last_checkpoint, c.output_dir, 10, o.device);
+  print_prediction({.checkpoint = trained.last_checkpoint, .root = c.output_dir, .device = o.device, .index = 10});
 
   std::printf("\n[4/4] evaluating the policy closed loop: %d trials\n", o.trials);
   std::fflush(stdout);
@@ -104,7 +104,7 @@ int run_demo(const DemoOptions& o) {
   const std::string data = std::string(EMBER_ASSET_DIR) + "/lerobot_v3_0";
   auto trained = train_tiny(data, out + "/train", o, "10");
   std::printf("\none predicted action chunk:\n");
-  print_prediction(trained.last_checkpoint, data, 10, o.device);
+  print_prediction({.checkpoint = trained.last_checkpoint, .root = data, .device = o.device, .index = 10});
   std::printf("\nember demo: done in %.0f s; checkpoint %s\n", seconds_since(start), trained.last_checkpoint.c_str());
 #endif
   return 0;

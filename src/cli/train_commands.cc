@@ -8,6 +8,10 @@
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/core/output_dir.h"
+#include "ember/model/lerobot_pi05.h"
+#include "ember/model/weights.h"
 #include "ember/model/device.h"
 #include "ember/dist/env.h"
 #include "ember/dist/process_group.h"
@@ -17,6 +21,26 @@
 namespace ember::cli {
 
 namespace {
+
+// A float32 tensor as NumPy .npy (format 1.0, C order), atomically.
+void write_npy(const std::string& path, const at::Tensor& t) {
+  auto c = t.to(at::kFloat).contiguous();
+  std::string shape = "(";
+  for (int64_t i = 0; i < c.dim(); ++i) shape += (i ? ", " : "") + std::to_string(c.size(i));
+  if (c.dim() == 1) shape += ",";
+  shape += ")";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + header.size() + 1) % 64) header += ' ';
+  header += '\n';
+  std::string head = std::string("\x93NUMPY\x01\x00", 8);
+  head += char(header.size() & 0xff);
+  head += char(header.size() >> 8);
+  head += header;
+  AtomicFile f(path);
+  f.write(head.data(), head.size());
+  f.write(c.data_ptr(), size_t(c.nbytes()));
+  f.commit();
+}
 
 void report(const train::TrainResult& result) {
   if (result.last_checkpoint.empty())
@@ -61,11 +85,24 @@ int run_train(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int print_prediction(const std::string& checkpoint, const std::string& root, int64_t index, const std::string& device_name) {
-  auto device = model::resolve_device(device_name);
-  auto bundle = train::load_policy(checkpoint, device);
-  auto p = train::predict_chunk(bundle, root, index, device);
-  std::printf("frame %lld, task \"%s\", checkpoint step %lld\n", (long long)index, p.task.c_str(), (long long)bundle.step);
+int print_prediction(const PredictArgs& a) {
+  auto device = model::resolve_device(a.device);
+  std::optional<std::string> tokenizer;
+  if (!a.tokenizer_path.empty()) tokenizer = a.tokenizer_path;
+  auto bundle = train::load_policy(a.checkpoint, device, tokenizer);
+  at::Tensor noise;
+  if (!a.noise.empty()) noise = train::read_noise_file(a.noise, bundle.shape);
+  auto p = train::predict_chunk(bundle, a.root, a.index, device, 0, noise, a.noise);
+  if (!a.raw_out.empty()) {
+    // the model's output before unnormalisation, [H, max_action_dim] float32
+    if (a.raw_out.ends_with(".npy")) {
+      write_npy(a.raw_out, p.raw);
+    } else {
+      model::save_tensors(a.raw_out, {{"actions", p.raw}}, {{"format", "pt"}, {"ember.what", "normalised sample_actions [chunk, max_action_dim]"}});
+    }
+  }
+  std::printf("frame %lld, task \"%s\", checkpoint step %lld%s\n", (long long)a.index, p.task.c_str(), (long long)bundle.step,
+              a.noise.empty() ? "" : (", noise from " + a.noise).c_str());
   std::printf("%4s  %-*s  %s\n", "step", int(p.predicted[0].size() * 8), "predicted", "recorded");
   for (size_t h = 0; h < p.predicted.size(); ++h) {
     std::printf("%4zu ", h);
@@ -82,8 +119,25 @@ int print_prediction(const std::string& checkpoint, const std::string& root, int
     for (size_t d = 0; d < p.predicted[h].size(); ++d, ++n) err += std::abs(p.predicted[h][d] - p.recorded[h][d]);
   }
   std::printf("mean absolute error over recorded steps: %.4f\n", n ? err / n : 0.0);
+  if (!a.raw_out.empty()) std::printf("raw model output [%lld, %lld] written to %s\n", (long long)p.raw.size(0), (long long)p.raw.size(1), a.raw_out.c_str());
   return 0;
 }
+
+namespace {
+
+int run_export(const std::string& checkpoint, const std::string& to, const std::string& out) {
+  if (to != "lerobot") fail(ErrorKind::kInvalidArgument, "--to: expected lerobot, got '" + to + "'");
+  if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to lerobot OUT)");
+  check_output_dir(out, "OUT");
+  const bool foreign = model::foreign_policy_kind(checkpoint) != model::ForeignPolicy::kNone;
+  auto bundle = foreign ? train::import_lerobot_bundle(checkpoint, std::nullopt, /*need_tokenizer=*/false)
+                        : train::load_policy(checkpoint, at::kCPU);
+  train::export_lerobot(bundle, out);
+  std::printf("wrote %s: a LeRobot pi05 policy (config.json, model.safetensors, processor files)\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
 
 void add_train_commands(CLI::App& app, Action& action) {
   CLI::App* train = app.add_subcommand("train", "train a policy on a LeRobot dataset (lerobot-train style flags)");
@@ -98,16 +152,27 @@ void add_train_commands(CLI::App& app, Action& action) {
     action = [args] { return run_train(args); };
   });
 
-  auto checkpoint = std::make_shared<std::string>();
-  auto root = std::make_shared<std::string>();
-  auto index = std::make_shared<int64_t>(0);
-  auto device = std::make_shared<std::string>("auto");
+  auto pa = std::make_shared<PredictArgs>();
+  pa->device = "auto";
   CLI::App* predict = app.add_subcommand("predict", "predict one action chunk with a checkpoint, next to the recorded one");
-  predict->add_option("--checkpoint", *checkpoint, "checkpoint directory, or a training output directory (its latest)")->required();
-  predict->add_option("--dataset.root", *root, "LeRobot dataset")->required();
-  predict->add_option("--index", *index, "global frame index");
-  predict->add_option("--device", *device, "auto | cuda | cpu");
-  predict->callback([=, &action] { action = [=] { return print_prediction(*checkpoint, *root, *index, *device); }; });
+  predict->add_option("--checkpoint", pa->checkpoint,
+                      "checkpoint directory, a training output directory (its latest), or a LeRobot pi05 policy directory")->required();
+  predict->add_option("--dataset.root", pa->root, "LeRobot dataset")->required();
+  predict->add_option("--index", pa->index, "global frame index");
+  predict->add_option("--device", pa->device, "auto | cuda | cpu");
+  predict->add_option("--policy.tokenizer_path", pa->tokenizer_path, "SentencePiece model (needed for a LeRobot directory)");
+  predict->add_option("--noise", pa->noise, "initial flow noise, safetensors or .npy, [chunk, max_action_dim]");
+  predict->add_option("--raw_out", pa->raw_out, "write the raw (normalised) model output here: safetensors ('actions') or .npy");
+  predict->callback([pa, &action] { action = [pa] { return print_prediction(*pa); }; });
+
+  auto ex_checkpoint = std::make_shared<std::string>();
+  auto ex_to = std::make_shared<std::string>();
+  auto ex_out = std::make_shared<std::string>();
+  CLI::App* ex = app.add_subcommand("export", "write a checkpoint as a LeRobot pi05 policy directory");
+  ex->add_option("--checkpoint", *ex_checkpoint, "checkpoint, training output directory, or LeRobot / openpi directory")->required();
+  ex->add_option("--to", *ex_to, "target format: lerobot")->required();
+  ex->add_option("out", *ex_out, "output directory (absent or empty)")->required();
+  ex->callback([=, &action] { action = [=] { return run_export(*ex_checkpoint, *ex_to, *ex_out); }; });
 }
 
 }  // namespace ember::cli

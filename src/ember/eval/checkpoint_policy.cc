@@ -26,11 +26,12 @@ io::Image camera_image(const sim::Observation& obs, const std::vector<uint8_t>& 
 
 }  // namespace
 
-CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed)
+CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
+                                         const std::string& tokenizer_path)
     : device_(model::resolve_device(device)) {
-  bundle_ = load_policy(checkpoint, device_);
+  bundle_ = load_policy(checkpoint, device_, tokenizer_path.empty() ? std::nullopt : std::optional<std::string>(tokenizer_path));
   for (const auto& cam : bundle_.spec.cameras)
-    if (cam != sim::kAgentviewKey && cam != sim::kWristKey)
+    if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
       throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy reads camera '" + cam +
                                                    "', which ember's simulator does not have (trained on another dataset?)");
   if (bundle_.spec.action_dim != sim::kActionDim)
@@ -77,7 +78,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
 
 void register_checkpoint_sim_policy() {
   sim::register_policy("checkpoint", [](const sim::PolicyArgs& a) -> std::unique_ptr<sim::Policy> {
-    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed);
+    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path);
   });
 }
 

@@ -16,10 +16,12 @@ using train::PolicyBundle;
 
 class CheckpointSimPolicy : public sim::Policy {
  public:
-  // Loads the checkpoint (or the latest under an output directory) on `device` ("auto",
-  // "cuda", "cpu"). Throws Error naming the checkpoint's file at fault, or kInvalidArgument when
-  // its cameras are not the simulator's.
-  CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed);
+  // Loads the checkpoint (or the latest under an output directory, or a LeRobot pi0.5
+  // directory, whose prompts need `tokenizer_path`) on `device` ("auto", "cuda", "cpu"). Throws
+  // Error naming the checkpoint's file at fault, or kInvalidArgument when its cameras are not
+  // the simulator's.
+  CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
+                      const std::string& tokenizer_path = "");
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;
   std::string name() const override { return "pi05/" + bundle_.shape.preset; }
 

@@ -56,6 +56,43 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
   return spec;
 }
 
+FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like) {
+  FeatureSpec spec = like;
+  spec.fps = meta.info.fps;
+  if (int(spec.cameras.size()) > shape.max_cameras)
+    bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  for (const auto& cam : spec.cameras) {
+    if (cam.find("empty_camera_") != std::string::npos) continue;  // an empty slot (LeRobot's empty_cameras)
+    if (!meta.info.find(cam))
+      bad(meta.root, "no camera '" + cam + "', which the policy reads (its cameras, in slot order: " + [&] {
+            std::string all;
+            for (const auto& c : spec.cameras) all += (all.empty() ? "" : ", ") + c;
+            return all;
+          }() + ")");
+  }
+  auto dim_of = [&](const std::string& key) {
+    const auto* f = meta.info.find(key);
+    if (!f) bad(meta.root, "feature '" + key + "' is missing (meta/info.json), the policy reads it");
+    if (f->shape.size() != 1) bad(meta.root, "feature '" + key + "' is not a vector (meta/info.json shape)");
+    return f->shape[0];
+  };
+  spec.state_dim = dim_of(spec.state_key);
+  spec.action_dim = dim_of(spec.action_key);
+  if (spec.action_dim > shape.max_action_dim)
+    bad(meta.root, "action has " + std::to_string(spec.action_dim) + " dimensions, the policy at most " + std::to_string(shape.max_action_dim));
+  spec.stats.clear();
+  for (const auto& key : {spec.state_key, spec.action_key}) {
+    auto it = meta.stats.find(key);
+    if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
+    const auto mode = spec.modes.count(key) ? spec.modes.at(key) : data::NormMode::kIdentity;
+    if (mode == data::NormMode::kQuantiles && !has_stats(it->second, {"q01", "q99"}))
+      bad(meta.root, "statistics of '" + key + "' have no q01/q99, which the policy's QUANTILES normalisation needs "
+                     "(meta/stats.json; `ember data stats PATH --write` computes them)");
+    spec.stats[key] = it->second;
+  }
+  return spec;
+}
+
 nlohmann::json FeatureSpec::to_json() const {
   nlohmann::json j;
   j["cameras"] = cameras;
@@ -66,8 +103,13 @@ nlohmann::json FeatureSpec::to_json() const {
   j["fps"] = fps;
   for (const auto& [key, mode] : modes) {
     j["normalization"][key]["mode"] = data::norm_mode_name(mode);
-    j["normalization"][key]["stats"] = stats.at(key);
+    j["normalization"][key]["stats"] = stats.count(key) ? nlohmann::json(stats.at(key)) : nlohmann::json::object();
   }
+  // written only when they differ from ember's own rules, so older files read the same
+  if (norm_options.eps != data::NormalizeOptions{}.eps) j["norm_eps"] = norm_options.eps;
+  if (norm_options.rule == data::EpsilonRule::kAddToRange) j["norm_eps_rule"] = "add_to_range";
+  if (lerobot_state_bins) j["lerobot_state_bins"] = true;
+  if (loss_on_padded_steps) j["loss_on_padded_steps"] = true;
   return j;
 }
 
@@ -82,8 +124,13 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
     s.fps = j.at("fps").get<double>();
     for (const auto& [key, v] : j.at("normalization").items()) {
       s.modes[key] = data::parse_norm_mode(v.at("mode").get<std::string>(), what + ": normalization." + key);
-      s.stats[key] = v.at("stats").get<data::FeatureStats>();
+      auto st = v.at("stats").get<data::FeatureStats>();
+      if (!st.empty()) s.stats[key] = st;
     }
+    s.norm_options.eps = j.value("norm_eps", s.norm_options.eps);
+    if (j.value("norm_eps_rule", std::string()) == "add_to_range") s.norm_options.rule = data::EpsilonRule::kAddToRange;
+    s.lerobot_state_bins = j.value("lerobot_state_bins", false);
+    s.loss_on_padded_steps = j.value("loss_on_padded_steps", false);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kCorruption, what + ": " + e.what());
@@ -91,7 +138,7 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
 }
 
 SampleBuilder::SampleBuilder(FeatureSpec spec, const model::PolicyShape& shape, const model::Tokenizer& tokenizer)
-    : spec_(std::move(spec)), shape_(shape), tokenizer_(tokenizer), normalizer_(spec_.stats, spec_.modes) {}
+    : spec_(std::move(spec)), shape_(shape), tokenizer_(tokenizer), normalizer_(spec_.stats, spec_.modes, spec_.norm_options) {}
 
 data::DatasetOptions SampleBuilder::dataset_options() const {
   data::DatasetOptions o;
@@ -146,7 +193,7 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
     s.images.push_back(image);
     s.camera_slots.push_back(int(c));
   }
-  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, normalized_state(item), shape_.max_prompt);
+  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, normalized_state(item), shape_.max_prompt, spec_.lerobot_state_bins);
   s.prompt = std::move(prompt.ids);
   if (!with_actions) return s;
   auto it = item.values.find(spec_.action_key);
@@ -154,6 +201,7 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
   std::vector<float> actions(it->second.data.begin(), it->second.data.end());  // [H, action_dim]
   normalizer_.normalize(spec_.action_key, actions);
   s.actions = at::from_blob(actions.data(), {shape_.horizon, spec_.action_dim}, at::kFloat).clone();
+  if (spec_.loss_on_padded_steps) return s;  // LeRobot's pi05: every step counts (docs/lerobot_pi05.md row 17)
   const auto& pad = item.is_pad.at(spec_.action_key);
   s.action_is_pad = at::from_blob(const_cast<uint8_t*>(pad.data()), {int64_t(pad.size())}, at::kByte).to(at::kBool);
   return s;

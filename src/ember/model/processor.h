@@ -28,6 +28,12 @@ struct FeatureSpec {
   double fps = 0;
   std::map<std::string, data::NormMode> modes;          // state and action keys
   std::map<std::string, data::FeatureStats> stats;      // their statistics
+  data::NormalizeOptions norm_options;                  // eps and its rule (LeRobot 0.4+: 1e-8 on a zero range)
+  // LeRobot pi05's rules where ember's differ (docs/lerobot_pi05.md, section 3 row 17 and
+  // section 4 "state bins"), on for policies imported from LeRobot so that fine-tuning
+  // optimises LeRobot's objective and the prompt is LeRobot's:
+  bool lerobot_state_bins = false;    // normalised states below -1 give bin -1 (ember: bin 0)
+  bool loss_on_padded_steps = false;  // the loss counts chunk steps past the episode's end
 
   nlohmann::json to_json() const;
   static FeatureSpec from_json(const nlohmann::json& j, const std::string& what);
@@ -37,6 +43,11 @@ struct FeatureSpec {
 // the feature when the state or action is missing or not 1-D, there are more cameras than the
 // policy's slots, the action dimension exceeds max_action_dim, or statistics are missing.
 FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape);
+// The same for a policy whose features are fixed already (an imported one, `like`): its
+// cameras in its slot order (each must be a dataset feature or be one of its empty slots),
+// state/action keys, modes and rules; dims and statistics from the dataset, as lerobot-train
+// fine-tunes. Throws kInvalidArgument naming the dataset and the feature.
+FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like);
 
 class SampleBuilder {
  public:

@@ -25,7 +25,7 @@ bool is_space(char c) {
 
 }  // namespace
 
-std::vector<int> discretize_state(std::span<const float> state) {
+std::vector<int> discretize_state(std::span<const float> state, bool lerobot_bins) {
   const auto& edges = bin_edges();
   std::vector<int> bins(state.size());
   for (size_t i = 0; i < state.size(); ++i) {
@@ -34,9 +34,9 @@ std::vector<int> discretize_state(std::span<const float> state) {
       fail(ErrorKind::kInvalidArgument,
            "state[" + std::to_string(i) + "] is NaN; expected a normalised value in [-1, 1]");
     }
-    // np.digitize: the number of edges <= x, minus one; clamp below -1 to bin 0
+    // np.digitize: the number of edges <= x, minus one (-1 below -1); ember clamps that to 0
     int k = static_cast<int>(std::upper_bound(edges.begin(), edges.end(), x) - edges.begin()) - 1;
-    bins[i] = std::max(k, 0);
+    bins[i] = lerobot_bins ? k : std::max(k, 0);
   }
   return bins;
 }
@@ -51,9 +51,9 @@ std::string clean_task(std::string_view task) {
   return cleaned;
 }
 
-std::string pi05_prompt_text(std::string_view task, std::span<const float> state) {
+std::string pi05_prompt_text(std::string_view task, std::span<const float> state, bool lerobot_bins) {
   std::string text = "Task: " + clean_task(task) + ", State: ";
-  std::vector<int> bins = discretize_state(state);
+  std::vector<int> bins = discretize_state(state, lerobot_bins);
   for (size_t i = 0; i < bins.size(); ++i) {
     if (i > 0) text += ' ';
     text += std::to_string(bins[i]);
@@ -63,14 +63,14 @@ std::string pi05_prompt_text(std::string_view task, std::span<const float> state
 }
 
 PromptTokens pi05_prompt_tokens(const Tokenizer& tokenizer, std::string_view task,
-                                std::span<const float> state, int max_tokens) {
+                                std::span<const float> state, int max_tokens, bool lerobot_bins) {
   if (max_tokens < 1) {
     fail(ErrorKind::kInvalidArgument,
          "prompt max_tokens is " + std::to_string(max_tokens) + "; expected at least 1");
   }
   PromptTokens out;
   if (tokenizer.bos_id() >= 0) out.ids.push_back(tokenizer.bos_id());
-  std::vector<int> body = tokenizer.encode(pi05_prompt_text(task, state));
+  std::vector<int> body = tokenizer.encode(pi05_prompt_text(task, state, lerobot_bins));
   out.ids.insert(out.ids.end(), body.begin(), body.end());
   out.full_tokens = static_cast<int>(out.ids.size());
   if (out.ids.size() > static_cast<size_t>(max_tokens)) out.ids.resize(max_tokens);

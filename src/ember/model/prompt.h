@@ -31,17 +31,19 @@ inline constexpr int kStateBins = 256;
 // Bins of a normalised state value: bin k covers [-1 + k/128, -1 + (k+1)/128), i.e. openpi's
 // np.digitize(x, np.linspace(-1, 1, 257)[:-1]) - 1, with edges compared exactly. Values >= 1
 // fall in bin 255 (as in openpi); values < -1 clamp to bin 0 (openpi would give -1, a token
-// string the model never saw in training). Throws Error kInvalidArgument naming the index
-// for NaN.
-// state is (state_dim), normalised to about [-1, 1]; returns (state_dim) ints in [0, 255].
-std::vector<int> discretize_state(std::span<const float> state);
+// string the model never saw in training), unless `lerobot_bins` (LeRobot's pi05 processor,
+// for policies imported from LeRobot): then they give -1 as numpy does. Throws Error
+// kInvalidArgument naming the index for NaN.
+// state is (state_dim), normalised to about [-1, 1]; returns (state_dim) ints in [0, 255]
+// ([-1, 255] with lerobot_bins).
+std::vector<int> discretize_state(std::span<const float> state, bool lerobot_bins = false);
 
 // The task string cleaned as openpi does (see the format above). Whitespace here is ASCII
 // whitespace (" \t\n\r\v\f"); Python's strip() also strips Unicode spaces, which ember keeps.
 std::string clean_task(std::string_view task);
 
 // The full prompt text in the format above. state is (state_dim).
-std::string pi05_prompt_text(std::string_view task, std::span<const float> state);
+std::string pi05_prompt_text(std::string_view task, std::span<const float> state, bool lerobot_bins = false);
 
 struct PromptTokens {
   std::vector<int> ids;  // (num_tokens): bos, then the prompt's tokens; no padding
@@ -55,6 +57,6 @@ struct PromptTokens {
 // and the rest dropped (the tail, i.e. the state and "Action: ", goes first); full_tokens
 // tells the caller so it can warn. Throws Error kInvalidArgument if max_tokens < 1.
 PromptTokens pi05_prompt_tokens(const Tokenizer& tokenizer, std::string_view task,
-                                std::span<const float> state, int max_tokens);
+                                std::span<const float> state, int max_tokens, bool lerobot_bins = false);
 
 }  // namespace ember::model

@@ -53,6 +53,7 @@ class Policy {
 // the CLI's startup, before parsing) with register_policy("checkpoint", factory).
 struct PolicyArgs {
   std::string checkpoint;          // --checkpoint DIR ("" for the expert)
+  std::string tokenizer_path;      // --policy.tokenizer_path (a LeRobot directory needs one)
   std::string device;              // --device ("" : the factory's default)
   int image_size = 128;            // the cameras' size in this evaluation
   uint64_t seed = 0;

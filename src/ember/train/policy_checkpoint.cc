@@ -1,11 +1,13 @@
 #include "ember/train/policy_checkpoint.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
 #include "ember/core/file.h"
+#include "ember/model/lerobot_pi05.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
 
@@ -84,6 +86,67 @@ void write_policy_files(const fs::path& dir, const PolicyBundle& b) {
   write_text(dir / "policy.json", shape_to_json(b.shape).dump(2) + "\n");
   write_text(dir / "features.json", b.spec.to_json().dump(2) + "\n");
   b.tokenizer->save((dir / "tokenizer.model").string());
+  if (b.lerobot_config.is_object()) write_text(dir / "lerobot_config.json", b.lerobot_config.dump(4) + "\n");
+  if (!b.lerobot_unused.empty()) {
+    model::NamedTensors kept(b.lerobot_unused.begin(), b.lerobot_unused.end());
+    model::save_tensors((dir / "lerobot_unused.safetensors").string(), kept);
+  }
+}
+
+namespace {
+
+// The tokenizer of a policy directory: `path` when given, else DIR/tokenizer.model.
+std::unique_ptr<model::Tokenizer> find_tokenizer(const fs::path& dir, const std::optional<std::string>& path, bool lerobot,
+                                                 int vocab) {
+  std::unique_ptr<model::Tokenizer> t;
+  if (path) {
+    t = std::make_unique<model::Tokenizer>(model::Tokenizer::load(*path));
+  } else if (fs::exists(dir / "tokenizer.model")) {
+    t = std::make_unique<model::Tokenizer>(model::Tokenizer::load((dir / "tokenizer.model").string()));
+  } else if (lerobot) {
+    throw Error(ErrorKind::kInvalidArgument,
+                dir.string() + ": a LeRobot policy directory holds no tokenizer: pass --policy.tokenizer_path=FILE, the SentencePiece "
+                "model its prompts were tokenised with (PaliGemma's tokenizer.model for released pi0.5 weights; ember never downloads one)");
+  } else {
+    throw Error(ErrorKind::kNotFound, (dir / "tokenizer.model").string() + ": no such file (not a checkpoint?)");
+  }
+  if (t->vocab_size() > vocab)
+    throw Error(ErrorKind::kInvalidArgument, (path ? *path : (dir / "tokenizer.model").string()) + ": the tokenizer has " +
+                                                 std::to_string(t->vocab_size()) + " pieces, the policy's embedding " + std::to_string(vocab));
+  return t;
+}
+
+}  // namespace
+
+PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std::string>& tokenizer_path, bool need_tokenizer) {
+  auto imported = model::import_lerobot_pi05(dir);
+  for (const auto& note : imported.notes) std::fprintf(stderr, "ember: %s: %s\n", dir.string().c_str(), note.c_str());
+  if (!imported.skipped.empty()) {
+    std::string list;
+    for (const auto& k : imported.skipped) list += (list.empty() ? "" : ", ") + k;
+    std::fprintf(stderr, "ember: %s: skipped %zu tensors pi0.5 never uses (kept for export): %s\n", dir.string().c_str(),
+                 imported.skipped.size(), list.c_str());
+  }
+  PolicyBundle b;
+  b.shape = imported.shape;
+  b.spec = imported.spec;
+  b.policy = model::Pi05Policy(b.shape);
+  model::NamedTensors params;
+  for (const auto& p : b.policy->named_parameters()) params.emplace_back(p.key(), p.value());
+  model::load_into(params, imported.params, (dir / "model.safetensors").string());
+  b.policy->eval();
+  b.lerobot_config = std::move(imported.config);
+  b.lerobot_unused = std::move(imported.kept);
+  if (need_tokenizer || tokenizer_path || fs::exists(dir / "tokenizer.model"))
+    b.tokenizer = find_tokenizer(dir, tokenizer_path, true, b.shape.vocab);
+  if (!imported.has_stats) b.spec.stats.clear();
+  return b;
+}
+
+void export_lerobot(const PolicyBundle& b, const fs::path& out) {
+  model::TensorMap params;
+  for (const auto& p : b.policy->named_parameters()) params[p.key()] = p.value();
+  model::write_lerobot_pi05(out, b.shape, b.spec, params, b.lerobot_unused, b.lerobot_config);
 }
 
 fs::path resolve_checkpoint(const fs::path& path) {
@@ -92,13 +155,24 @@ fs::path resolve_checkpoint(const fs::path& path) {
   throw Error(ErrorKind::kNotFound, path.string() + ": not a checkpoint (no model.safetensors) and no checkpoints/latest under it");
 }
 
-PolicyBundle load_policy(const fs::path& path, const at::Device& device) {
+PolicyBundle load_policy(const fs::path& path, const at::Device& device, const std::optional<std::string>& tokenizer_path) {
+  if (model::foreign_policy_kind(path) != model::ForeignPolicy::kNone) {
+    PolicyBundle b = import_lerobot_bundle(path, tokenizer_path);
+    for (const auto& key : {b.spec.state_key, b.spec.action_key})
+      if (b.spec.modes.count(key) && b.spec.modes.at(key) != data::NormMode::kIdentity && !b.spec.stats.count(key))
+        throw Error(ErrorKind::kNotFound, path.string() + ": no normalisation statistics for '" + key +
+                                              "' (policy_preprocessor.json and its normalizer safetensors, or openpi's assets/*/norm_stats.json)");
+    b.policy->to(device);
+    return b;
+  }
   fs::path dir = resolve_checkpoint(path);
   verify_checksums(dir);
   PolicyBundle b;
   b.shape = shape_from_json(read_json(dir / "policy.json"), (dir / "policy.json").string());
   b.spec = model::FeatureSpec::from_json(read_json(dir / "features.json"), (dir / "features.json").string());
-  b.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::load((dir / "tokenizer.model").string()));
+  b.tokenizer = find_tokenizer(dir, tokenizer_path, false, b.shape.vocab);
+  if (fs::exists(dir / "lerobot_config.json")) b.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
+  if (fs::exists(dir / "lerobot_unused.safetensors")) b.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
   b.policy = model::Pi05Policy(b.shape);
   model::NamedTensors params;
   for (const auto& p : b.policy->named_parameters()) params.emplace_back(p.key(), p.value());

@@ -3,10 +3,16 @@
 //   policy.json         the shapes (preset and every size)
 //   features.json       cameras, state/action keys and dims, normalisation modes and statistics
 //   tokenizer.model     the SentencePiece model the prompts were tokenised with
+// and, for a policy that came from LeRobot (model/lerobot_pi05.h), what an export writes back:
+//   lerobot_config.json         its config.json
+//   lerobot_unused.safetensors  the tensors pi0.5 never uses (in LeRobot's names)
+// load_policy also reads a LeRobot or openpi pi0.5 policy directory itself.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "ember/model/pi05.h"
@@ -24,15 +30,33 @@ struct PolicyBundle {
   std::unique_ptr<model::Tokenizer> tokenizer;
   model::Pi05Policy policy{nullptr};
   int64_t step = 0;  // the training step of the checkpoint (0 when unknown)
+  // from LeRobot (else null / empty): its config.json, and the tensors an export writes back
+  // (model::LeRobotImport::kept: those pi0.5 never reads, the original Gemma norm weights)
+  nlohmann::ordered_json lerobot_config;
+  std::map<std::string, at::Tensor> lerobot_unused;
 };
 
-// Writes the four files into dir (which exists).
+// Writes the four files (and the two LeRobot ones when the bundle has them) into dir (which
+// exists).
 void write_policy_files(const std::filesystem::path& dir, const PolicyBundle& bundle);
 
-// Loads a checkpoint directory, or an output directory (its latest checkpoint). The policy is
-// on `device`, in eval mode. Throws Error kNotFound naming what is missing, kCorruption /
-// kInvalidArgument naming the file at fault.
-PolicyBundle load_policy(const std::filesystem::path& path, const at::Device& device);
+// Loads a checkpoint directory, an output directory (its latest checkpoint), or a LeRobot /
+// openpi pi0.5 policy directory (imported, model/lerobot_pi05.h). The policy is on `device`,
+// in eval mode. The tokenizer: `tokenizer_path` when given, else the directory's
+// tokenizer.model; a LeRobot directory has none, and then this throws kInvalidArgument saying
+// --policy.tokenizer_path is needed. Throws Error kNotFound naming what is missing,
+// kCorruption / kInvalidArgument naming the file at fault.
+PolicyBundle load_policy(const std::filesystem::path& path, const at::Device& device,
+                         const std::optional<std::string>& tokenizer_path = std::nullopt);
+
+// A LeRobot / openpi directory as a bundle: shapes, features and weights (CPU, eval mode),
+// the tokenizer as load_policy finds it, or none when `need_tokenizer` is false.
+PolicyBundle import_lerobot_bundle(const std::filesystem::path& dir, const std::optional<std::string>& tokenizer_path,
+                                   bool need_tokenizer = true);
+
+// `ember export --checkpoint DIR --to lerobot OUT`: writes the bundle as a LeRobot pi05 policy
+// directory (model::write_lerobot_pi05). OUT must be absent or empty.
+void export_lerobot(const PolicyBundle& bundle, const std::filesystem::path& out);
 
 // The checkpoint directory `path` designates (itself, or <path>/checkpoints/latest).
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);

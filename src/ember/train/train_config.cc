@@ -40,6 +40,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.max_action_dim", c.policy.max_action_dim, Choices{});
   v("policy.num_steps", c.policy.num_steps, Choices{});
   v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{});
+  v("policy.path", c.policy.path, Choices{});
   v("policy.token_budget", c.policy.token_budget, Choices{});
   v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
   v("optimizer.lr", c.optimizer.lr, Choices{});

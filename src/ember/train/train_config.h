@@ -54,6 +54,11 @@ struct PolicyConfig {
   int64_t max_action_dim = 32;       // actions padded to this (PI05Config.max_action_dim)
   int64_t num_steps = 10;            // flow-matching denoising steps (PI05Config.num_inference_steps)
   std::optional<std::string> tokenizer_path;  // SentencePiece .model; unset: trained from the tasks
+  // --policy.path (lerobot-train's flag): start from a LeRobot (or openpi PyTorch) pi0.5 policy
+  // directory: its shapes, weights, camera slots and rules (model/lerobot_pi05.h); preset,
+  // horizon, max_action_dim and num_steps then come from it. Needs --policy.tokenizer_path
+  // (the SentencePiece model its prompts were tokenised with) unless DIR has tokenizer.model.
+  std::optional<std::string> path;
   std::optional<int64_t> token_budget;        // tokens per packed batch; unset: the policy decides
   // varlen: each micro-batch's packed prefix rounded up to a multiple of this many tokens with
   // filler (model::CollateOptions::prefix_multiple): fewer matrix shapes, the same loss and

@@ -13,6 +13,8 @@
 #include "ember/core/stopwatch.h"
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
+#include "ember/model/lerobot_pi05.h"
+#include "ember/model/weights.h"
 #include "ember/train/checkpointer.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/loader.h"
@@ -137,10 +139,22 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
 
   // data and the policy's processor (the dataset's metadata read once)
   data::Metadata meta = data::load_metadata(config.dataset.root);
-  auto tokenizer = make_tokenizer(config, meta, resume);
-  auto shape = resume ? shape_from_json(read_json_file((*resume / "policy.json").string()), (*resume / "policy.json").string())
-                      : make_shape(config, tokenizer.vocab_size());
-  model::FeatureSpec spec = model::feature_spec(meta, shape);
+  // --policy.path: a LeRobot / openpi directory fixes the shape, the features' rules and the
+  // starting weights (statistics come from the dataset, as lerobot-train fine-tunes)
+  std::optional<PolicyBundle> imported;
+  if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
+  auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
+                            : make_tokenizer(config, meta, resume);
+  auto shape = resume     ? shape_from_json(read_json_file((*resume / "policy.json").string()), (*resume / "policy.json").string())
+               : imported ? imported->shape
+                          : make_shape(config, tokenizer.vocab_size());
+  std::optional<model::FeatureSpec> like;
+  if (imported) like = imported->spec;
+  if (resume && fs::exists(*resume / "features.json")) {  // a run that started from --policy.path keeps LeRobot's rules
+    auto saved = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
+    if (saved.lerobot_state_bins || saved.loss_on_padded_steps) like = saved;
+  }
+  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like) : model::feature_spec(meta, shape);
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::Dataset dataset(std::move(meta), builder.dataset_options());
   data::SamplerOptions so;
@@ -162,6 +176,20 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   bundle.spec = spec;
   bundle.policy = ps.policy;
   bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
+  if (imported) {
+    // the imported weights (converted to the parameters' dtype and device)
+    model::TensorMap weights;
+    for (const auto& p : imported->policy->named_parameters()) weights[p.key()] = p.value();
+    model::load_into(ps.params, weights, *config.policy.path);
+    bundle.lerobot_config = std::move(imported->lerobot_config);
+    bundle.lerobot_unused = std::move(imported->lerobot_unused);
+    imported.reset();
+    say("ember train: initialised from " + *config.policy.path);
+  } else if (resume) {
+    auto dir = *resume;
+    if (fs::exists(dir / "lerobot_config.json")) bundle.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
+    if (fs::exists(dir / "lerobot_unused.safetensors")) bundle.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
+  }
 
   // where the run starts
   int64_t step = 0;
