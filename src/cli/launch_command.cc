@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <memory>
 
+#include <cstdio>
+#include <string>
+
 #include "cli/commands.h"
 #include "ember/core/error.h"
 #include "ember/dist/launcher.h"
@@ -30,7 +33,14 @@ int run_launch(const LaunchFlags& flags, const std::vector<std::string>& rest) {
   dist::validate(options);
   // `ember launch -- ember train ...` runs this very build, whatever PATH holds
   if (options.command.front() == "ember") options.command.front() = dist::current_executable();
-  return dist::launch(options).exit_status;
+  const dist::LaunchResult r = dist::launch(options);
+  // the ranks' own messages came before, prefixed; this line says why the job as a whole failed
+  if (r.failed_rank >= 0)
+    std::fprintf(stderr, "ember: error: ember launch: rank %d failed (exit status %d)%s; the job stopped\n", r.failed_rank,
+                 r.failed_status, r.restarts ? (" after " + std::to_string(r.restarts) + " restart(s)").c_str() : "");
+  else if (r.signal)
+    std::fprintf(stderr, "ember: error: ember launch: stopped by signal %d (forwarded to every rank)\n", r.signal);
+  return r.exit_status;
 }
 
 }  // namespace

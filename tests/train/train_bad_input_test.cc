@@ -57,6 +57,24 @@ TEST(TrainBadInput, AbsurdSizesAreRefusedNamingTheFlag) {
   }
 }
 
+TEST(TrainBadInput, DeeplyNestedConfigFileIsRefusedNamingIt) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/config.json";
+  std::ofstream(path) << std::string(100000, '[') << std::string(100000, ']');
+  auto flags = tiny_flags(dir.path() + "/run", 1);
+  flags.push_back("--config_path=" + path);
+  auto message = error_of([&] { parse_train_flags(flags); });
+  expect_has(message, path);
+  expect_has(message, "nested deeper");
+}
+
+TEST(TrainBadInput, TokenBudgetTooSmallNamesTheFlag) {
+  test::TempDir dir;
+  auto flags = tiny_flags(dir.path() + "/run", 1);
+  flags.push_back("--policy.token_budget=8");
+  expect_has(error_of([&] { train(parse_train_flags(flags), quiet()); }), "--policy.token_budget=8");
+}
+
 TEST(TrainBadInput, OutputDirThatIsAFileIsRefused) {
   test::TempDir dir;
   std::ofstream(dir.path() + "/file") << "x";

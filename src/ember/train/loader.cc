@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "ember/core/error.h"
 #include "ember/data/packer.h"
 #include "ember/data/sampler.h"
 
@@ -56,7 +57,11 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
   }
   std::vector<data::PackBatch> groups;
   if (options_.token_budget > 0 && !lens.empty()) {
-    groups = data::pack(lens, options_.token_budget, {.window = 0, .max_samples_per_batch = 0});
+    try {
+      groups = data::pack(lens, options_.token_budget, {.window = 0, .max_samples_per_batch = 0});
+    } catch (const Error& e) {
+      throw Error(e.kind(), "--policy.token_budget=" + std::to_string(options_.token_budget) + ": " + e.what());
+    }
   } else if (!lens.empty()) {
     groups = data::fixed_size_batches(int64_t(lens.size()), int64_t(lens.size()));
   }
