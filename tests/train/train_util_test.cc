@@ -275,7 +275,7 @@ TEST(TrainConfig, ErrorsNameTheFlag) {
             "--optimizer.betas: expected two numbers like [0.9,0.95], got '0.9'");
   EXPECT_EQ(flag_error(with_required({"--steps"})), "--steps: missing value");
   EXPECT_EQ(flag_error(with_required({"steps=3"})), "unexpected argument 'steps=3' (flags look like --name=value)");
-  EXPECT_EQ(flag_error(with_required({"--steps=0"})), "--steps: expected a positive integer, got 0");
+  EXPECT_EQ(flag_error(with_required({"--steps=0"})), "--steps: expected 1 to 1000000000000, got 0");
   EXPECT_EQ(flag_error(with_required({"--optimizer.lr=-1"})), "--optimizer.lr: expected a positive number, got -1.0");
   EXPECT_EQ(flag_error(with_required({"--log_freq=0"})), "--log_freq: expected a positive integer, got 0");
   EXPECT_EQ(flag_error(with_required({"--dist.zero=2"})), "--dist.zero: expected 0 or 1, got 2");

@@ -379,7 +379,7 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args) {
 
 namespace {
 constexpr int64_t kMaxBatchSize = 1 << 16, kMaxWorkers = 1024, kMaxHorizon = 4096, kMaxDim = 4096,
-                  kMaxImageSize = 4096, kMaxSteps = int64_t(1) << 40;
+                  kMaxImageSize = 4096, kMaxSteps = 1000000000000;
 }  // namespace
 
 void validate(const TrainConfig& c) {
