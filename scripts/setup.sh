@@ -6,6 +6,7 @@
 # Environment:
 #   EMBER_BUILD_DIR  build directory (default: build/ in the source tree, git-ignored)
 #   EMBER_VENV       Python venv for the tests (default: ~/.cache/ember/venv, outside the tree)
+#   EMBER_LEROBOT_VENV  Python >= 3.12 venv with LeRobot for the parity checks (default: venv-lerobot beside it)
 #   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
 #   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
 #   EMBER_BUILD_TARGET  build only this target (scripts/demo.sh builds only `ember`)
@@ -14,6 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${EMBER_BUILD_DIR:-$root/build}"
 venv="${EMBER_VENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/ember/venv}"
+lvenv="${EMBER_LEROBOT_VENV:-$(dirname "$venv")/venv-lerobot}"  # LeRobot, for the parity checks
 
 say() { echo "[setup] $*" >&2; }
 
@@ -74,10 +76,34 @@ else
     cp "$treq" "$tstamp"
   fi
   python_for_tests="$venv/bin/python3"
+
+  # LeRobot 0.6.1 (for the pi0.5 parity and export checks, tests/python/test_lerobot_pi05.py)
+  # needs Python >= 3.12: the project's machines have one under pyenv, a plain Debian 12 has
+  # not. Where none is found, or the install fails, the test prints "skipped: <reason>".
+  lreq="$root/scripts/requirements-lerobot.txt"
+  py312=""
+  for p in python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      py312="$(command -v "$p")"
+      break
+    fi
+  done
+  if [[ -z "$py312" ]]; then
+    say "no Python >= 3.12 found: the LeRobot parity checks will be skipped (they say so)"
+  elif ! cmp -s "$lreq" "$lvenv/.ember-requirements"; then
+    say "installing LeRobot into $lvenv (Python $("$py312" -c 'import platform; print(platform.python_version())'); a few GB once)"
+    if [[ -x "$lvenv/bin/python" ]] || "$py312" -m venv "$lvenv"; then
+      if "$lvenv/bin/python" -m pip install -q --disable-pip-version-check -r "$lreq" >&2; then
+        cp "$lreq" "$lvenv/.ember-requirements"
+      else
+        say "LeRobot did not install: the LeRobot parity checks will be skipped (they say so)"
+      fi
+    fi
+  fi
 fi
 
 # --- configure and build ------------------------------------------------------------------
-cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests")
+cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests" -DEMBER_LEROBOT_PYTHON="$lvenv/bin/python")
 [[ -n "${EMBER_PREFIX:-}" ]] && cmake_args+=(-DCMAKE_PREFIX_PATH="$EMBER_PREFIX")
 if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^EMBER_PYTHON:FILEPATH=$python_for_tests\$" "$build/CMakeCache.txt"; then
   say "configuring $build"

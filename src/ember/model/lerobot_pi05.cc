@@ -221,13 +221,7 @@ const at::Tensor& need(const TensorMap& sd, const std::string& key, const std::s
 ojson read_ordered_json(const fs::path& path) {
   if (!fs::exists(path)) bad(path.string(), "no such file", ErrorKind::kNotFound);
   auto bytes = read_file(path.string());
-  std::string text(bytes.begin(), bytes.end());
-  if (json_depth(text) > kMaxJsonDepth) bad(path.string(), "nested too deeply", ErrorKind::kCorruption);
-  try {
-    return ojson::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    bad(path.string(), std::string("not JSON: ") + e.what(), ErrorKind::kCorruption);
-  }
+  return parse_ordered_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path.string());
 }
 
 namespace {
