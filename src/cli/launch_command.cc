@@ -38,8 +38,6 @@ int run_launch(const LaunchFlags& flags, const std::vector<std::string>& rest) {
   if (r.failed_rank >= 0)
     std::fprintf(stderr, "ember: error: ember launch: rank %d failed (exit status %d)%s; the job stopped\n", r.failed_rank,
                  r.failed_status, r.restarts ? (" after " + std::to_string(r.restarts) + " restart(s)").c_str() : "");
-  else if (r.signal)
-    std::fprintf(stderr, "ember: error: ember launch: stopped by signal %d (forwarded to every rank)\n", r.signal);
   return r.exit_status;
 }
 

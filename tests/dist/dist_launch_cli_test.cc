@@ -106,7 +106,8 @@ TEST(LaunchCli, AFailingRankStopsTheJobAndSetsTheStatus) {
                      "if [ $RANK = 1 ]; then exit 4; fi; sleep 30"});
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5);
   EXPECT_EQ(o.status, 4);
-  EXPECT_EQ(o.err, "ember launch: rank 1 exited with status 4\n");
+  EXPECT_EQ(o.err, "ember launch: rank 1 exited with status 4\n"
+                   "ember: error: ember launch: rank 1 failed (exit status 4); the job stopped\n");
 }
 
 TEST(LaunchCli, SigtermToTheLauncherReachesEveryRank) {
