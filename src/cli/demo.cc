@@ -82,7 +82,12 @@ int run_demo(const DemoOptions& o) {
   std::printf("      loss %.3f -> %.3f (%.1fx lower); checkpoint %s\n\n", first, last, first / last, trained.last_checkpoint.c_str());
 
   std::printf("[3/4] one predicted action chunk (frame 10 of the demonstrations)\n");
-  print_prediction({.checkpoint = trained.last_checkpoint, .root = c.output_dir, .device = o.device, .index = 10});
+  PredictArgs predict;
+  predict.checkpoint = trained.last_checkpoint;
+  predict.root = c.output_dir;
+  predict.device = o.device;
+  predict.index = 10;
+  print_prediction(predict);
 
   std::printf("\n[4/4] evaluating the policy closed loop: %d trials\n", o.trials);
   std::fflush(stdout);
