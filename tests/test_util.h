@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "ember/core/error.h"
 #include "ember/data/info.h"
 
 namespace ember::test {
@@ -41,6 +44,19 @@ inline data::Feature feature(const std::string& key, const std::string& dtype, s
   f.shape = std::move(shape);
   f.names = std::move(names);
   return f;
+}
+
+// The message of the Error f throws, checking its kind; a test failure when f throws none.
+template <class F>
+std::string error_of(F&& f, ErrorKind kind = ErrorKind::kCorruption) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
 }
 
 }  // namespace ember::test

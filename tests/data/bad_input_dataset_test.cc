@@ -71,17 +71,7 @@ struct DatasetCopy {
   }
 };
 
-template <class F>
-std::string error_of(F&& f, ErrorKind kind = ErrorKind::kCorruption) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
+using test::error_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

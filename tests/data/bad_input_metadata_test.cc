@@ -34,17 +34,7 @@ struct DatasetCopy {
 };
 
 // The message of the Error that f throws (fails the test when it throws none).
-template <class F>
-std::string error_of(F&& f, ErrorKind kind = ErrorKind::kCorruption) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
+using test::error_of;
 
 std::string nested(int levels) { return std::string(size_t(levels), '[') + std::string(size_t(levels), ']'); }
 
