@@ -48,6 +48,48 @@ def copy_fixture(data, name, tmp):
     return root
 
 
+def on_full_disk(ember, args, size_kib, mnt):
+    """Runs ember with `args` in a mount namespace of its own where `mnt` is a fresh tmpfs of
+    size_kib KiB (a real file system that fills up: writes fail with ENOSPC). Returns (rc, stderr,
+    what is left on the tmpfs), or None with the reason when no tmpfs can be mounted here."""
+    os.makedirs(mnt, exist_ok=True)
+    script = ('mnt="$1"; shift; mount -t tmpfs -o size=' + str(size_kib) + 'k tmpfs "$mnt" 2>/dev/null || exit 99; '
+              '"$@" >/dev/null; rc=$?; echo "LEFT:$(ls -A "$mnt" | tr "\\n" " ")"; exit $rc')
+    # as root a mount namespace is enough; elsewhere a user namespace maps us to root in it
+    for flags in (["-m"], ["-r", "-m"]):
+        try:
+            p = subprocess.run(["unshare", *flags, "sh", "-c", script, "sh", mnt, ember, *args],
+                               capture_output=True, text=True, timeout=120)
+        except (FileNotFoundError, subprocess.TimeoutExpired) as e:
+            return None, f"unshare: {e}"
+        if p.returncode != 99 and "LEFT:" in p.stdout:
+            left = p.stdout.split("LEFT:", 1)[1].split()
+            return (p.returncode, p.stderr, left), ""
+    return None, f"cannot mount a tmpfs in a new mount namespace ({p.stderr.strip() or 'no reason given'})"
+
+
+def full_disk_convert(ember, data, tmp):
+    """`data convert` onto a disk that fills up part way: one error line naming the file and the
+    reason, exit 2, nothing left on the disk (no half-written dataset, no temporary directory)."""
+    src = os.path.join(data, "lerobot_v2_1")
+    mnt = os.path.join(tmp, "full")
+    # the fixture converts to ~56 KiB of tmpfs: these sizes stop it in the data, video and metadata stages
+    for size in (8, 16, 28, 44):
+        result, why = on_full_disk(ember, ["data", "convert", src, os.path.join(mnt, "out")], size, mnt)
+        if result is None:
+            print(f"skip convert onto a full disk: {why}")
+            return
+        rc, err, left = result
+        errors = [l for l in err.splitlines() if l.startswith("ember: error:")]
+        check(f"convert onto a full {size} KiB disk: one error naming the file, exit 2, nothing left",
+              rc == 2 and len(errors) == 1 and "No space left on device" in errors[0] and mnt in errors[0] and left == [],
+              f"rc={rc} errors={errors} left={left} stderr={err[-400:]!r}")
+    # the same conversion fits on a disk large enough (the sizes above do fail for want of space)
+    result, why = on_full_disk(ember, ["data", "convert", src, os.path.join(mnt, "out")], 4096, mnt)
+    if result:
+        check("convert fits on a 4 MiB disk", result[0] == 0 and result[2] == ["out"], f"{result}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True)
@@ -130,6 +172,8 @@ def main():
         open(os.path.join(tmp, "mine", "notes.txt"), "w").write("keep")
         user_error("sample never replaces a directory of other files", ember,
                    ["data", "sample", root, "--index", "0", "--out", os.path.join(tmp, "mine")], ["notes.txt"])
+
+        full_disk_convert(ember, a.data, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{passed} passed, {failed} failed")
