@@ -41,6 +41,13 @@ TEST(JsonFile, BracketsInsideStringsDoNotCountAsNesting) {
   EXPECT_EQ(j["b"][0][0].get<int>(), 1);
 }
 
+TEST(JsonFile, AnErrorInALongStringQuotesOnlyItsEnd) {
+  // an unterminated 5000-character string: the parser's "last read" would quote all of it
+  auto message = error_of([&] { parse_json("{\"rng\": \"" + std::string(5000, 'a'), "trainer_state.json"); });
+  EXPECT_NE(message.find("trainer_state.json: not valid JSON"), std::string::npos) << message;
+  EXPECT_LT(message.size(), 300u) << message;
+}
+
 TEST(JsonFile, WriteIsAtomicAndReadsBack) {
   test::TempDir dir;
   const std::string path = dir.path() + "/state.json";

@@ -40,6 +40,9 @@ Json parse_checked(std::string_view text, const std::string& what) {
   } catch (const nlohmann::json::exception& e) {
     std::string why = e.what();
     if (auto p = why.find("] "); why.rfind("[json.exception", 0) == 0 && p != std::string::npos) why = why.substr(p + 2);
+    // the parser quotes what it last read, which can be a whole long string: keep its end
+    if (auto p = why.find("last read: '"); p != std::string::npos && why.size() - p > 96)
+      why = why.substr(0, p + 12) + "..." + why.substr(why.size() - 48);
     fail_corrupt(what + ": not valid JSON (" + why + ")");
   }
 }
