@@ -1,3 +1,4 @@
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +16,12 @@
 
 namespace ember::rl {
 namespace {
+
+// the tiny policy's operations are too small to split over threads
+struct OneThread : ::testing::Environment {
+  void SetUp() override { at::set_num_threads(1); }
+};
+const auto* const one_thread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 model::PolicyShape tiny_shape() {
   auto s = model::preset_shape("tiny");

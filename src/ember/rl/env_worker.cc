@@ -110,9 +110,7 @@ void EnvWorker::run() {
     std::vector<double> phi0(size_t(options_.n_envs), 0.0);
     sim::RolloutHooks hooks;
     hooks.next_episode = [&]() -> std::optional<sim::Episode> {
-      const auto wait = Clock::now();
       auto e = feed_.next();
-      clock_.feed_wait_ns += ns_since(wait);
       if (e) policy.starting(*e);
       return e;
     };
@@ -127,7 +125,14 @@ void EnvWorker::run() {
       t.ret = (success ? 1.0 : 0.0) + options_.shaping * (potential(final_obs, *e.task) - phi0[size_t(env)]);
       feed_.finish(std::move(t));
     };
-    sim::run_rollouts(venv, policy, options_.replan_steps, hooks);
+    // an env whose next episode is not allowed yet goes idle; once all are, wait for the budget
+    for (;;) {
+      const auto wait = Clock::now();
+      const bool more = feed_.wait_for_episode();
+      clock_.feed_wait_ns += ns_since(wait);
+      if (!more) break;
+      sim::run_rollouts(venv, policy, options_.replan_steps, hooks);
+    }
   } catch (const Cancelled&) {
   } catch (...) {
     feed_.fail(std::current_exception());

@@ -1,7 +1,8 @@
 // One environment worker: a thread owning a vector env of its own (physics and cameras on its
 // own threads and GL context) that runs episodes from the feed with sim::run_rollouts, asking
 // the rollout server for a chunk as soon as one of its envs needs one. Workers do not wait for
-// each other. Each finished episode goes back to the feed as a trajectory with its return:
+// each other; a worker's own envs step together (one VectorEnv). An env whose next episode the
+// budget does not allow yet goes idle until the worker's others are done too. Each finished episode goes back to the feed as a trajectory with its return:
 //   return = success (0/1) + shaping * (phi(last state) - phi(first state))
 //   phi    = -(|end effector - object| + |object - target|)   (metres; press: no target term)
 // a potential-based shaping (it does not change which policies are optimal).

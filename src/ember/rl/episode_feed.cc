@@ -7,8 +7,7 @@ EpisodeFeed::EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size
 
 std::optional<sim::Episode> EpisodeFeed::next() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stopped_ || next_ < allowed_ * group_size_; });
-  if (stopped_) return std::nullopt;
+  if (stopped_ || next_ >= allowed_ * group_size_) return std::nullopt;
   const int64_t episode = first_group_ * group_size_ + next_++;
   const int64_t group = episode / group_size_;
   lock.unlock();
@@ -22,6 +21,12 @@ std::optional<sim::Episode> EpisodeFeed::next() {
   e.seed = sim::mix_seed(group_seed, uint64_t(episode % group_size_) + 1);
   e.id = int(episode);
   return e;
+}
+
+bool EpisodeFeed::wait_for_episode() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stopped_ || next_ < allowed_ * group_size_; });
+  return !stopped_;
 }
 
 void EpisodeFeed::allow(int64_t groups) {

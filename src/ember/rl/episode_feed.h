@@ -24,9 +24,11 @@ class EpisodeFeed {
   // drawn from (seed, g) (never one of the evaluation states); numbering starts at first_group.
   EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size, uint64_t seed, int64_t first_group);
 
-  // The next episode (Episode::id = group * group_size + member). Blocks while the budget is
-  // spent; nothing once stop() was called.
+  // The next episode (Episode::id = group * group_size + member), or nothing when the budget
+  // is spent or stop() was called. Never blocks: a worker's vector env asks from inside its step.
   std::optional<sim::Episode> next();
+  // Blocks until an episode may start (true) or stop() was called (false).
+  bool wait_for_episode();
   // Lets groups numbered below first_group + groups start.
   void allow(int64_t groups);
   // A finished episode; its group goes to the learner's queue once all members are in.
