@@ -7,7 +7,7 @@
 #   PART=modes|batcher bash bench/rl_throughput.sh
 # Environment:
 #   EMBER=build/bin/ember  POLICY="--policy.preset tiny --policy.image_size 32"  (or --checkpoint DIR)
-#   DEVICE=cpu RENDERER=auto ITERATIONS=6 WORKERS=2 ENVS=4 GROUPS=4 GROUP=4 EPISODE=40
+#   DEVICE=cpu RENDERER=auto ITERATIONS=6 WORKERS=2 ENVS=4 N_GROUPS=4 GROUP=4 EPISODE=40
 #   REPLAN=5 BATCH=8 TIMEOUT=5 BATCHES="1 4 8" TIMEOUTS="1 10"  EXTRA (more ember rl flags)
 # Writes under $OUT (default /tmp/ember-out): rl_<run>.log, rl_<run>_metrics.jsonl and
 # rl_throughput.jsonl (one summary line per run).
@@ -18,14 +18,14 @@ out="${OUT:-/tmp/ember-out}"
 work="$(mktemp -d)"
 mkdir -p "$out"
 : "${POLICY:=--policy.preset tiny --policy.image_size 32}" "${DEVICE:=cpu}" "${RENDERER:=auto}" "${ITERATIONS:=6}"
-: "${WORKERS:=2}" "${ENVS:=4}" "${GROUPS:=4}" "${GROUP:=4}" "${EPISODE:=40}" "${REPLAN:=5}" "${BATCH:=8}" "${TIMEOUT:=5}"
+: "${WORKERS:=2}" "${ENVS:=4}" "${N_GROUPS:=4}" "${GROUP:=4}" "${EPISODE:=40}" "${REPLAN:=5}" "${BATCH:=8}" "${TIMEOUT:=5}"
 : "${BATCHES:=1 4 8}" "${TIMEOUTS:=1 10}" "${EXTRA:=}" "${PART:=all}"
 
 run() {  # name, then extra flags
   local name="$1"; shift
   # shellcheck disable=SC2086
   "$ember" rl $POLICY --output_dir "$work/$name" --device "$DEVICE" --renderer "$RENDERER" --suite easy --seed 0 \
-    --rl.iterations "$ITERATIONS" --rl.env_workers "$WORKERS" --rl.envs_per_worker "$ENVS" --rl.groups_per_step "$GROUPS" \
+    --rl.iterations "$ITERATIONS" --rl.env_workers "$WORKERS" --rl.envs_per_worker "$ENVS" --rl.groups_per_step "$N_GROUPS" \
     --rl.group_size "$GROUP" --rl.max_episode_steps "$EPISODE" --rl.replan_steps "$REPLAN" --rl.shaping 10 $EXTRA "$@" \
     >"$out/rl_$name.log" 2>&1 || { echo "rl $name failed (see $out/rl_$name.log)"; return 1; }
   cp "$work/$name/metrics.jsonl" "$out/rl_${name}_metrics.jsonl"
