@@ -50,9 +50,11 @@ std::vector<nlohmann::json> metrics(const std::string& out) {
   return lines;
 }
 
-double mean_return(const std::vector<IterationStats>& its, size_t from, size_t to) {
+// The mean of f over optimizer steps [from, to).
+template <class F>
+double mean_of(const std::vector<IterationStats>& its, size_t from, size_t to, F f) {
   double s = 0;
-  for (size_t i = from; i < to; ++i) s += its[i].learner.ret;
+  for (size_t i = from; i < to; ++i) s += f(its[i].learner);
   return s / double(to - from);
 }
 
@@ -61,12 +63,18 @@ TEST(RlLoop, TinyPolicyImprovesOnEasy) {
   test::TempDir dir("rl_improve");
   auto c = tiny_run(dir.path());
   c.mode = "sync";
-  c.iterations = 12;
+  c.iterations = 10;
   auto r = run_rl(c);
-  ASSERT_EQ(r.iterations.size(), 12u);
-  const double first = mean_return(r.iterations, 0, 3), last = mean_return(r.iterations, 9, 12);
-  std::printf("return: first 3 steps %.3f, last 3 steps %.3f\n", first, last);
-  EXPECT_GT(last, first + 0.1);
+  ASSERT_EQ(r.iterations.size(), 10u);
+  auto ret = [](const StepStats& s) { return s.ret; };
+  auto success = [](const StepStats& s) { return s.success; };
+  // seed 1, measured 2026-12-01: return -0.70, 0.26, 1.00 in the first three steps (no success
+  // in 48 episodes), about 2.0 and success 0.12-0.25 from step 6 on
+  const double first = mean_of(r.iterations, 0, 3, ret), last = mean_of(r.iterations, 7, 10, ret);
+  const double first_ok = mean_of(r.iterations, 0, 3, success), last_ok = mean_of(r.iterations, 7, 10, success);
+  std::printf("return: first 3 steps %.3f, last 3 steps %.3f; success %.3f -> %.3f\n", first, last, first_ok, last_ok);
+  EXPECT_GT(last, first + 0.5);
+  EXPECT_GT(last_ok, first_ok + 0.05);
   for (const auto& it : r.iterations) EXPECT_EQ(it.staleness, 0);  // sync: always on-policy
   EXPECT_GT(r.iterations.back().learner.kl, 0);
 }
