@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ember/rl/batcher.h"
+#include "ember/rl/episode_feed.h"
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/grpo.h"
 #include "ember/rl/learner.h"
@@ -206,6 +207,46 @@ TEST(Batcher, RunsAtMaxBatchOrAfterTheTimeout) {
   b.close();
   EXPECT_EQ(b.take(), (std::vector<int>{5}));  // drained after close
   EXPECT_TRUE(b.take().empty());
+}
+
+TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
+  const auto& suite = sim::find_suite("easy");
+  EpisodeFeed feed({&suite.tasks[0]}, 2, 9, /*first_group=*/3);
+  EXPECT_FALSE(feed.next());  // no budget yet: nothing, and no blocking
+  feed.allow(1);
+  auto a = feed.next(), b = feed.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(feed.next());
+  EXPECT_EQ(feed.group_of(a->id), 3);
+  EXPECT_EQ(feed.member_of(a->id), 0);
+  EXPECT_EQ(feed.member_of(b->id), 1);
+  // one group: the same initial state, each member its own seed
+  ASSERT_EQ(a->init.items.size(), b->init.items.size());
+  for (size_t i = 0; i < a->init.items.size(); ++i) EXPECT_EQ(a->init.items[i].x, b->init.items[i].x);
+  EXPECT_NE(a->seed, b->seed);
+  // a group reaches the learner once every member finished, in any order
+  Trajectory tb, ta;
+  tb.group = ta.group = 3, tb.member = 1, ta.member = 0, tb.ret = 1;
+  tb.chunks.resize(1), ta.chunks.resize(2);
+  feed.finish(std::move(tb));
+  feed.finish(std::move(ta));
+  auto g = feed.pop();
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->id, 3);
+  EXPECT_EQ(g->members[1].ret, 1);
+  EXPECT_EQ(g->members[0].chunks.size(), 2u);
+  // the next group: another initial state
+  feed.allow(2);
+  EXPECT_TRUE(feed.wait_for_episode());
+  auto c = feed.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(feed.group_of(c->id), 4);
+  bool differs = false;
+  for (size_t i = 0; i < c->init.items.size(); ++i) differs = differs || c->init.items[i].x != a->init.items[i].x;
+  EXPECT_TRUE(differs);
+  feed.stop();
+  EXPECT_FALSE(feed.wait_for_episode());
+  EXPECT_FALSE(feed.pop());
 }
 
 // Groups of stored chains sampled from the policy, with the given returns.
