@@ -27,6 +27,7 @@ struct PredictArgs {
 int print_prediction(const PredictArgs& args);
 void add_sim_commands(CLI::App& app, Action& action);  // sim collect|view, eval, bench sim
 void add_launch_command(CLI::App& app, Action& action);
+void add_rl_command(CLI::App& app, Action& action);  // ember rl (src/cli/rl_commands.cc)
 // `data check` and `data sample`, added to the `data` subcommand.
 void add_dataset_commands(CLI::App& data, Action& action);
 

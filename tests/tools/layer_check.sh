@@ -13,6 +13,7 @@ declare -A allowed=(
   [train]="core io data kernels model dist"
   [sim]="core io data"
   [eval]="core io data kernels model dist train sim"
+  [rl]="core io data kernels model dist train sim eval"
 )
 bad=0
 for layer in "${!allowed[@]}"; do

@@ -26,6 +26,30 @@ io::Image camera_image(const sim::Observation& obs, const std::vector<uint8_t>& 
 
 }  // namespace
 
+data::Item observation_item(const sim::Observation& obs, const std::string& instruction, const std::string& state_key) {
+  if (obs.width == 0) throw Error(ErrorKind::kInternal, "a policy input came without camera images");
+  data::Item item;
+  item.task = instruction;
+  data::Value state;
+  state.dtype = "float32";
+  state.shape = {int64_t(obs.state.size())};
+  state.data.assign(obs.state.begin(), obs.state.end());
+  item.values[state_key] = state;
+  item.images[sim::kAgentviewKey] = {camera_image(obs, obs.agentview)};
+  item.images[sim::kWristKey] = {camera_image(obs, obs.wrist)};
+  return item;
+}
+
+sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Tensor& actions) {
+  sim::ActionChunk chunk;
+  for (const auto& row : builder.unnormalize_actions(actions)) {
+    sim::Action a{};
+    for (size_t d = 0; d < a.size(); ++d) a[d] = std::clamp(row[d], -1.0f, 1.0f);
+    chunk.push_back(a);
+  }
+  return chunk;
+}
+
 CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
                                          const std::string& tokenizer_path)
     : device_(model::resolve_device(device)) {
@@ -43,20 +67,7 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
 
 std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
   std::vector<model::PolicySample> samples;
-  for (const auto& in : inputs) {
-    if (in.obs->width == 0)
-      throw Error(ErrorKind::kInternal, "CheckpointSimPolicy: env " + std::to_string(in.env) + " came without camera images");
-    data::Item item;
-    item.task = in.task->instruction;
-    data::Value state;
-    state.dtype = "float32";
-    state.shape = {int64_t(in.obs->state.size())};
-    state.data.assign(in.obs->state.begin(), in.obs->state.end());
-    item.values[bundle_.spec.state_key] = state;
-    item.images[sim::kAgentviewKey] = {camera_image(*in.obs, in.obs->agentview)};
-    item.images[sim::kWristKey] = {camera_image(*in.obs, in.obs->wrist)};
-    samples.push_back(builder_->build(item, /*with_actions=*/false));
-  }
+  for (const auto& in : inputs) samples.push_back(builder_->build(observation_item(*in.obs, in.task->instruction, bundle_.spec.state_key), false));
   std::vector<const model::PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
   auto batch = model::collate(ptrs, bundle_.shape, model::AttentionBackend::kVarlen).to(device_);
@@ -64,15 +75,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
   Bf16Autocast bf16(device_.is_cuda());  // FlashAttention's varlen kernel on GPUs
   auto actions = bundle_.policy->sample_actions(batch).cpu();  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
-  for (int64_t i = 0; i < actions.size(0); ++i) {
-    sim::ActionChunk chunk;
-    for (const auto& row : builder_->unnormalize_actions(actions[i])) {
-      sim::Action a{};
-      for (size_t d = 0; d < a.size(); ++d) a[d] = std::clamp(row[d], -1.0f, 1.0f);
-      chunk.push_back(a);
-    }
-    chunks.push_back(std::move(chunk));
-  }
+  for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(*builder_, actions[i]));
   return chunks;
 }
 

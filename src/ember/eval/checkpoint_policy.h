@@ -14,6 +14,14 @@ namespace ember::eval {
 
 using train::PolicyBundle;
 
+// The dataset item an observation corresponds to, as `ember sim collect` records it: both
+// cameras, the state under `state_key`, the instruction as the task. Throws kInternal when the
+// observation came without camera images.
+data::Item observation_item(const sim::Observation& obs, const std::string& instruction, const std::string& state_key);
+
+// A normalised action chunk [H, >= action_dim] in the simulator's units, clamped to [-1, 1].
+sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Tensor& actions);
+
 class CheckpointSimPolicy : public sim::Policy {
  public:
   // Loads the checkpoint (or the latest under an output directory, or a LeRobot pi0.5

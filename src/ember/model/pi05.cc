@@ -1,5 +1,7 @@
 #include "ember/model/pi05.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <cmath>
 
 namespace ember::model {
@@ -79,9 +81,10 @@ at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at:
       if (l + 1 < layers) qkv.q_prefix = apply_rope(heads_view(lm->q->forward(y), heads, hd), rope_p);
       qkv.k_prefix = apply_rope(heads_view(lm->k->forward(y), kvh, hd), rope_p);
       qkv.v_prefix = heads_view(lm->v->forward(y), kvh, hd);
-      if (fill) {
-        fill->keys.push_back(qkv.k_prefix.detach());
-        fill->values.push_back(qkv.v_prefix.detach());
+      if (fill) {  // with gradients only for prefix_cache() under grad mode
+        const bool keep = at::GradMode::is_enabled();
+        fill->keys.push_back(keep ? qkv.k_prefix : qkv.k_prefix.detach());
+        fill->values.push_back(keep ? qkv.v_prefix : qkv.v_prefix.detach());
       }
     } else {
       qkv.k_prefix = cache->keys[l];
@@ -158,6 +161,15 @@ at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& inputs, std::optio
     x = x + dt * v.to(at::kFloat);
   }
   return x;
+}
+
+PrefixCache Pi05PolicyImpl::prefix_cache(const PolicyInputs& in) {
+  // one suffix pass at t = 1 fills the cache; its output is dropped
+  PrefixCache cache;
+  auto opts = at::TensorOptions().device(in.prefix_gather.device()).dtype(at::kFloat);
+  auto x = at::zeros({in.samples, shape.horizon, shape.max_action_dim}, opts);
+  velocity(in, embed_prefix(in), x, at::ones({in.samples}, opts), nullptr, &cache);
+  return cache;
 }
 
 bool keeps_fp32(const std::string& name) {

@@ -61,6 +61,15 @@ class Pi05PolicyImpl : public torch::nn::Module {
   // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
   at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt);
 
+  // The prefix's keys and values per layer, computed once for several velocity_cached() calls
+  // (RL's stochastic denoising chain, rl/flow_noise.h). They carry gradients when grad mode is
+  // on (the learner trains through the prefix), and not otherwise.
+  PrefixCache prefix_cache(const PolicyInputs& in);
+  // Velocity [n, H, A] of noisy actions x_t [n, H, A] at times t [n] over a prefix_cache(in).
+  at::Tensor velocity_cached(const PolicyInputs& in, const PrefixCache& cache, const at::Tensor& x_t, const at::Tensor& t) {
+    return velocity(in, at::Tensor(), x_t, t, &cache, nullptr);
+  }
+
   // Prefix embeddings [Tp, Dlm] (image tokens projected, text embedded and scaled by sqrt(Dlm)).
   at::Tensor embed_prefix(const PolicyInputs& in);
 

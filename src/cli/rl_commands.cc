@@ -1,0 +1,67 @@
+// `ember rl`: flag parsing only; the work is in src/ember/rl/ (rl_loop.h). Fails with a clear
+// error where ember was built without the simulator.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ember/core/error.h"
+
+#ifdef EMBER_HAVE_SIM
+#include "ember/rl/rl_loop.h"
+#endif
+
+namespace ember::cli {
+
+#ifdef EMBER_HAVE_SIM
+void add_rl_command(CLI::App& app, Action& action) {
+  auto c = std::make_shared<rl::RlConfig>();
+  CLI::App* r = app.add_subcommand("rl", "reinforcement learning (GRPO, flow-noise) of a policy in the simulator, sync or async");
+  r->add_option("--checkpoint", c->checkpoint, "starting policy: an `ember train` checkpoint or output directory");
+  r->add_option("--policy.preset", c->preset, "or a fresh policy of this preset (tiny | small | pi05)");
+  r->add_option("--policy.horizon", c->horizon, "fresh policy: chunk length (default 10)");
+  r->add_option("--policy.num_steps", c->num_steps, "fresh policy: denoising steps (default 5)");
+  r->add_option("--policy.image_size", c->image_size, "fresh policy: camera size (default 32)");
+  r->add_option("--output_dir", c->output_dir, "metrics.jsonl, rl_config.json, checkpoints/")->required();
+  r->add_option("--suite", c->suite, "ember10 | easy (default easy)");
+  r->add_option("--task", c->tasks, "only these tasks of the suite (repeatable)");
+  r->add_option("--device", c->device, "auto | cuda | cpu");
+  r->add_option("--renderer", c->renderer, "egl | osmesa | auto");
+  r->add_option("--seed", c->seed, "seed (default 0)");
+  r->add_flag("--resume", c->resume, "continue from <output_dir>/checkpoints/latest");
+  r->add_option("--save_freq", c->save_freq, "a checkpoint every N steps (0: at the end only)");
+  r->add_option("--rl.mode", c->mode, "async (default) | sync: collect, then learn, then collect");
+  r->add_option("--rl.iterations", c->iterations, "optimizer steps (default 20)");
+  r->add_option("--rl.groups_per_step", c->groups_per_step, "groups per optimizer step (default 4)");
+  r->add_option("--rl.group_size", c->group_size, "episodes per group, same initial state (default 4)");
+  r->add_option("--rl.env_workers", c->env_workers, "environment worker threads (default 2)");
+  r->add_option("--rl.envs_per_worker", c->envs_per_worker, "environments per worker (default 4)");
+  r->add_option("--rl.max_batch", c->max_batch, "rollout batch: run at this many requests (default 8) ...");
+  r->add_option("--rl.batch_timeout_ms", c->batch_timeout_ms, "... or when the oldest waited this long (default 5)");
+  r->add_option("--rl.replan_steps", c->replan_steps, "chunk steps executed per policy call (default 5)");
+  r->add_option("--rl.max_episode_steps", c->max_episode_steps, "cut episodes at N steps (default: the task's limit)");
+  r->add_option("--rl.noise_std", c->noise_std, "flow-noise std per denoising step (default 0.2)");
+  r->add_option("--rl.shaping", c->shaping, "return = success + shaping x progress in metres (default 0)");
+  r->add_option("--rl.clip", c->clip, "PPO ratio clip (default 0.2)");
+  r->add_option("--rl.max_staleness", c->max_staleness, "drop groups sampled more than K versions ago (default 1)");
+  r->add_option("--rl.lr", c->lr, "AdamW learning rate (default 1e-4)");
+  r->add_option("--rl.grad_clip_norm", c->grad_clip_norm, "global gradient norm clip (default 1)");
+  r->add_option("--rl.micro_batch", c->micro_batch, "chunks per learner micro-batch (default 16)");
+  r->callback([c, &action] {
+    action = [c]() -> int {
+      auto result = rl::run_rl(*c);
+      const auto& last = result.iterations.empty() ? rl::IterationStats{} : result.iterations.back();
+      std::printf("ember rl: %lld steps (%s), last success %.3f, return %.3f; checkpoint %s\n", (long long)last.step, c->mode.c_str(),
+                  last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
+      return 0;
+    };
+  });
+}
+#else
+void add_rl_command(CLI::App& app, Action& action) {
+  app.add_subcommand("rl", "reinforcement learning in the simulator (not in this build)")->callback([&action] {
+    action = []() -> int { fail(ErrorKind::kUnsupported, "ember rl: this ember was built without the simulator (MuJoCo)"); };
+  })->allow_extras();
+}
+#endif
+
+}  // namespace ember::cli

@@ -1,0 +1,142 @@
+#include "ember/rl/env_worker.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "ember/core/error.h"
+#include "ember/eval/checkpoint_policy.h"
+#include "ember/sim/rollout.h"
+
+namespace ember::rl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+int64_t ns_since(Clock::time_point t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count(); }
+
+struct Cancelled {};
+
+double distance(const std::array<double, 3>& a, const std::array<double, 3>& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+// The sim::Policy the worker's rollout loop drives: each act() becomes requests to the server
+// (one per env that needs a chunk), answered by dynamic batches; the answers are recorded in
+// the envs' trajectories.
+class ServerPolicy final : public sim::Policy {
+ public:
+  ServerPolicy(RolloutServer& server, const model::SampleBuilder& builder, EpisodeFeed& feed, WorkerClock& clock,
+               const std::atomic<bool>& cancelled, int n_envs)
+      : server_(server), builder_(builder), feed_(feed), clock_(clock), cancelled_(cancelled), trajectories_(size_t(n_envs)),
+        seeds_(size_t(n_envs)) {}
+
+  // the episode the feed just handed out (the rollout loop resets an env with it right after)
+  void starting(const sim::Episode& e) { starting_[e.seed] = e.id; }
+
+  void reset(int env, const sim::EpisodeStart& start) override {
+    const int id = starting_.at(start.seed);
+    starting_.erase(start.seed);
+    Trajectory& t = trajectories_[size_t(env)];
+    t = Trajectory{};
+    t.group = feed_.group_of(id);
+    t.member = feed_.member_of(id);
+    seeds_[size_t(env)] = start.seed;
+  }
+
+  std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override {
+    if (cancelled_) throw Cancelled{};
+    std::vector<std::future<PolicyResponse>> replies;
+    std::vector<model::PolicySample> samples;
+    for (const auto& in : inputs) {
+      auto sample = builder_.build(eval::observation_item(*in.obs, in.task->instruction, builder_.spec().state_key), false);
+      Trajectory& t = trajectories_[size_t(in.env)];
+      const uint64_t seed = sim::mix_seed(seeds_[size_t(in.env)], uint64_t(t.chunks.size()));
+      replies.push_back(server_.submit(sample, seed));
+      samples.push_back(std::move(sample));
+    }
+    const auto wait = Clock::now();
+    std::vector<sim::ActionChunk> chunks;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      PolicyResponse r = replies[k].get();
+      trajectories_[size_t(inputs[k].env)].chunks.push_back({std::move(samples[k]), r.chain, r.log_prob, r.version});
+      chunks.push_back(std::move(r.chunk));
+    }
+    clock_.policy_wait_ns += ns_since(wait);
+    return chunks;
+  }
+
+  Trajectory& trajectory(int env) { return trajectories_[size_t(env)]; }
+
+ private:
+  RolloutServer& server_;
+  const model::SampleBuilder& builder_;
+  EpisodeFeed& feed_;
+  WorkerClock& clock_;
+  const std::atomic<bool>& cancelled_;
+  std::vector<Trajectory> trajectories_;
+  std::vector<uint64_t> seeds_;
+  std::map<uint64_t, int> starting_;
+};
+
+}  // namespace
+
+double EnvWorker::potential(const sim::Observation& obs, const sim::TaskSpec& task) {
+  const auto& p = obs.privileged;
+  double phi = -distance(p.ee, p.object);
+  if (task.family != sim::Family::kPress) phi -= distance(p.object, p.target);
+  return phi;
+}
+
+EnvWorker::EnvWorker(std::shared_ptr<const sim::Scene> scene, std::vector<const sim::TaskSpec*> tasks, EnvWorkerOptions options,
+                     EpisodeFeed& feed, RolloutServer& server, const model::SampleBuilder& builder)
+    : scene_(std::move(scene)), tasks_(std::move(tasks)), options_(options), feed_(feed), server_(server), builder_(builder) {
+  thread_ = std::thread([this] { run(); });
+}
+
+EnvWorker::~EnvWorker() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void EnvWorker::run() {
+  try {
+    sim::VectorEnvConfig vc;
+    vc.n_envs = options_.n_envs;
+    vc.threads = 1;
+    vc.renderer = options_.renderer;
+    vc.image_size = options_.image_size;
+    sim::VectorEnv venv(scene_, tasks_, vc);
+    ServerPolicy policy(server_, builder_, feed_, clock_, cancelled_, options_.n_envs);
+    std::vector<double> phi0(size_t(options_.n_envs), 0.0);
+    sim::RolloutHooks hooks;
+    hooks.next_episode = [&]() -> std::optional<sim::Episode> {
+      auto e = feed_.next();
+      if (e) policy.starting(*e);
+      return e;
+    };
+    hooks.on_step = [&](int env, const sim::Episode& e, int step, const sim::Observation& obs, const sim::Action&) {
+      if (step == 0) phi0[size_t(env)] = potential(obs, *e.task);
+      clock_.env_steps += 1;
+    };
+    hooks.on_end = [&](int env, const sim::Episode& e, bool success, int steps, const sim::Observation& final_obs) {
+      Trajectory t = std::move(policy.trajectory(env));
+      t.success = success;
+      t.env_steps = steps;
+      t.ret = (success ? 1.0 : 0.0) + options_.shaping * (potential(final_obs, *e.task) - phi0[size_t(env)]);
+      feed_.finish(std::move(t));
+    };
+    // an env whose next episode is not allowed yet goes idle; once all are, wait for the budget
+    for (;;) {
+      const auto wait = Clock::now();
+      const bool more = feed_.wait_for_episode();
+      clock_.feed_wait_ns += ns_since(wait);
+      if (!more) break;
+      sim::run_rollouts(venv, policy, options_.replan_steps, hooks);
+    }
+  } catch (const Cancelled&) {
+  } catch (...) {
+    feed_.fail(std::current_exception());
+  }
+}
+
+}  // namespace ember::rl

@@ -1,0 +1,32 @@
+// GRPO's math (value-free PPO): a group's returns become advantages relative to the group, and
+// every denoising step of every chunk of a trajectory is one clipped-ratio term with its
+// trajectory's advantage. Pure functions on tensors, so the learner and the tests share them.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ember::rl {
+
+// (R_i - mean) / (std + 1e-6) over one group's returns (population std); all zeros when the
+// returns are equal within 1e-9 (no signal: the group teaches nothing).
+std::vector<double> group_advantages(const std::vector<double>& returns);
+
+struct Surrogate {
+  at::Tensor loss_sum;  // 0-d: - sum of min(r A, clip(r, 1 - eps, 1 + eps) A) over the terms
+  at::Tensor clipped;   // 0-d: number of terms with |r - 1| > eps
+  at::Tensor kl_sum;    // 0-d: sum of k3 = (q - 1) - log q, q = p_ref / p (0 without reference)
+};
+
+// log_prob, old_log_prob, ref_log_prob (optional: undefined) [m, K]; advantages [m].
+// Only loss_sum carries gradients (through log_prob).
+Surrogate clipped_surrogate(const at::Tensor& log_prob, const at::Tensor& old_log_prob, const at::Tensor& advantages,
+                            double clip, const at::Tensor& ref_log_prob = {});
+
+// Staleness rule: a group whose oldest chunk was sampled by weights more than max_staleness
+// versions behind `current` is dropped (see the README: the clipped ratio corrects the rest).
+inline bool too_stale(int64_t current, int64_t oldest, int64_t max_staleness) { return current - oldest > max_staleness; }
+
+}  // namespace ember::rl

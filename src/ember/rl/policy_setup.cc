@@ -1,0 +1,79 @@
+#include "ember/rl/policy_setup.h"
+
+#include <ATen/core/grad_mode.h>
+
+#include "ember/core/error.h"
+#include "ember/model/prompt.h"
+#include "ember/sim/features.h"
+
+namespace ember::rl {
+
+namespace {
+
+train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device) {
+  train::PolicyBundle b;
+  std::vector<float> state;
+  for (int bin = 0; bin < 256; ++bin) state.push_back(-1.0f + (bin + 0.5f) / 128.0f);
+  std::vector<std::string> texts;
+  for (const auto* t : tasks) texts.push_back(model::pi05_prompt_text(t->instruction, state));
+  model::TokenizerTrainOptions to;
+  to.vocab_size = c.preset == "tiny" ? 512 : 2048;
+  b.tokenizer = std::make_unique<model::Tokenizer>(model::train_tokenizer(texts, to));
+  b.shape = model::preset_shape(c.preset);
+  b.shape.horizon = int(c.horizon);
+  b.shape.flow_steps = int(c.num_steps);
+  b.shape.max_action_dim = sim::kActionDim;
+  b.shape.vision.image_size = int(c.image_size);
+  if (c.image_size % b.shape.vision.patch)
+    throw Error(ErrorKind::kInvalidArgument, "--policy.image_size=" + std::to_string(c.image_size) + ": must be a multiple of the preset's patch size " +
+                                                 std::to_string(b.shape.vision.patch));
+  b.shape.vocab = b.tokenizer->vocab_size();
+  model::validate(b.shape);
+  b.spec.cameras = {sim::kAgentviewKey, sim::kWristKey};
+  b.spec.state_key = sim::kStateKey;
+  b.spec.action_key = sim::kActionKey;
+  b.spec.state_dim = sim::kStateDim;
+  b.spec.action_dim = sim::kActionDim;
+  b.spec.fps = 20;
+  b.spec.modes[sim::kStateKey] = data::NormMode::kIdentity;
+  b.spec.modes[sim::kActionKey] = data::NormMode::kIdentity;
+  at::manual_seed(uint64_t(c.seed));
+  b.policy = model::Pi05Policy(b.shape);
+  b.policy->to(device);
+  b.policy->eval();
+  return b;
+}
+
+}  // namespace
+
+train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device) {
+  if (c.checkpoint.empty()) return fresh_policy(c, tasks, device);
+  auto b = train::load_policy(c.checkpoint, device);
+  for (const auto& cam : b.spec.cameras)
+    if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
+      throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy reads camera '" + cam + "', which ember's simulator does not have");
+  if (b.spec.action_dim != sim::kActionDim)
+    throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy's actions have " + std::to_string(b.spec.action_dim) +
+                                                 " dimensions, the simulator's " + std::to_string(sim::kActionDim));
+  return b;
+}
+
+model::Pi05Policy copy_policy(const train::PolicyBundle& bundle, const at::Device& device) {
+  model::Pi05Policy p(bundle.shape);
+  p->to(device);
+  copy_weights(*p, *bundle.policy);
+  p->eval();
+  return p;
+}
+
+void copy_weights(model::Pi05PolicyImpl& dst, const model::Pi05PolicyImpl& src) {
+  at::NoGradGuard no_grad;
+  auto d = dst.parameters(), s = src.parameters();
+  if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_weights: policies of different shapes");
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i].scalar_type() != s[i].scalar_type()) d[i].set_data(s[i].detach().clone());
+    else d[i].copy_(s[i]);
+  }
+}
+
+}  // namespace ember::rl

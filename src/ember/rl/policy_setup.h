@@ -1,0 +1,26 @@
+// The policies of an RL run: the starting one (a checkpoint, or a fresh preset for runs from
+// scratch), and copies of it for the rollout and the reference (KL) sides.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ember/rl/rl_config.h"
+#include "ember/sim/tasks.h"
+#include "ember/train/policy_checkpoint.h"
+
+namespace ember::rl {
+
+// config.checkpoint loaded on device (eval mode), or a fresh config.preset policy for the
+// simulator's cameras, state and actions (identity normalisation; a tokenizer trained on the
+// tasks' prompts), seeded by config.seed. Throws Error naming the checkpoint's file at fault,
+// kInvalidArgument when its features are not the simulator's.
+train::PolicyBundle starting_policy(const RlConfig& config, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device);
+
+// A new policy of the bundle's shape on device with the bundle's weights (eval mode).
+model::Pi05Policy copy_policy(const train::PolicyBundle& bundle, const at::Device& device);
+
+// dst's parameters := src's (same shape), in place: the rollout's weight swap.
+void copy_weights(model::Pi05PolicyImpl& dst, const model::Pi05PolicyImpl& src);
+
+}  // namespace ember::rl

@@ -1,0 +1,70 @@
+#include "ember/rl/rl_config.h"
+
+#include "ember/core/error.h"
+
+namespace ember::rl {
+
+namespace {
+void require(bool ok, const std::string& flag, const std::string& what) {
+  if (!ok) throw Error(ErrorKind::kInvalidArgument, "--" + flag + ": " + what);
+}
+}  // namespace
+
+void validate(const RlConfig& c) {
+  require(!c.checkpoint.empty() || !c.preset.empty(), "checkpoint", "missing (or --policy.preset for a fresh policy)");
+  require(c.checkpoint.empty() || c.preset.empty(), "policy.preset", "not with --checkpoint");
+  require(!c.output_dir.empty(), "output_dir", "missing");
+  require(c.mode == "sync" || c.mode == "async", "rl.mode", "expected sync or async, got '" + c.mode + "'");
+  require(c.iterations > 0, "rl.iterations", "must be > 0");
+  require(c.groups_per_step > 0, "rl.groups_per_step", "must be > 0");
+  require(c.group_size >= 2, "rl.group_size", "must be >= 2 (advantages are relative to the group)");
+  require(c.env_workers > 0 && c.env_workers <= 256, "rl.env_workers", "must be in 1..256");
+  require(c.envs_per_worker > 0 && c.envs_per_worker <= 1024, "rl.envs_per_worker", "must be in 1..1024");
+  require(c.max_batch > 0, "rl.max_batch", "must be > 0");
+  require(c.batch_timeout_ms >= 0, "rl.batch_timeout_ms", "must be >= 0");
+  require(c.replan_steps > 0, "rl.replan_steps", "must be > 0");
+  require(c.max_episode_steps >= 0, "rl.max_episode_steps", "must be >= 0");
+  require(c.noise_std > 0, "rl.noise_std", "must be > 0");
+  require(c.shaping >= 0, "rl.shaping", "must be >= 0");
+  require(c.clip > 0 && c.clip < 1, "rl.clip", "must be in (0, 1)");
+  require(c.max_staleness >= 0, "rl.max_staleness", "must be >= 0");
+  require(c.lr > 0, "rl.lr", "must be > 0");
+  require(c.grad_clip_norm > 0, "rl.grad_clip_norm", "must be > 0");
+  require(c.micro_batch > 0, "rl.micro_batch", "must be > 0");
+  require(c.save_freq >= 0, "save_freq", "must be >= 0");
+  require(c.horizon > 0 && c.num_steps > 0 && c.image_size > 0, "policy", "horizon, num_steps and image_size must be > 0");
+}
+
+#define EMBER_RL_FIELDS(X)                                                                                     \
+  X(checkpoint) X(preset) X(horizon) X(num_steps) X(image_size) X(output_dir) X(suite) X(tasks) X(device)     \
+  X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
+  X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
+  X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq)
+
+nlohmann::ordered_json to_json(const RlConfig& c) {
+  nlohmann::ordered_json j;
+#define X(f) j[#f] = c.f;
+  EMBER_RL_FIELDS(X)
+#undef X
+  return j;
+}
+
+RlConfig rl_config_from_json(const nlohmann::json& j, const std::string& what) {
+  RlConfig c;
+  if (!j.is_object()) throw Error(ErrorKind::kInvalidArgument, what + ": not a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    try {
+#define X(f)                                                 \
+  if (it.key() == #f) known = true, it.value().get_to(c.f);
+      EMBER_RL_FIELDS(X)
+#undef X
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorKind::kInvalidArgument, what + ": \"" + it.key() + "\": " + e.what());
+    }
+    if (!known) throw Error(ErrorKind::kInvalidArgument, what + ": unknown key \"" + it.key() + "\"");
+  }
+  return c;
+}
+
+}  // namespace ember::rl

@@ -1,0 +1,55 @@
+// The configuration of an RL run (`ember rl`): where the starting policy and the output are, the
+// simulator side (suite, workers, episodes), the rollout side (batching, exploration noise) and
+// the learner (GRPO). Saved with the run as rl_config.json.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ember::rl {
+
+struct RlConfig {
+  std::string checkpoint;         // --checkpoint: the starting policy (ember train's output)
+  std::string preset;             // --policy.preset: a fresh policy instead (tiny | small | pi05)
+  int64_t horizon = 10;           // fresh policy: chunk length
+  int64_t num_steps = 5;          // fresh policy: denoising steps
+  int64_t image_size = 32;        // fresh policy: camera size
+  std::string output_dir;
+  std::string suite = "easy";
+  std::vector<std::string> tasks;  // empty: the whole suite
+  std::string device = "auto";
+  std::string renderer = "auto";
+  int64_t seed = 0;
+  bool resume = false;
+
+  std::string mode = "async";     // sync | async
+  int64_t iterations = 20;        // optimizer steps
+  int64_t groups_per_step = 4;    // groups in one optimizer step's batch
+  int64_t group_size = 4;         // episodes per group (same initial state)
+  int64_t env_workers = 2;        // threads, each owning a vector env
+  int64_t envs_per_worker = 4;
+  int64_t max_batch = 8;          // dynamic batcher: run when this many requests wait ...
+  double batch_timeout_ms = 5;    // ... or the oldest waited this long
+  int64_t replan_steps = 5;       // chunk steps executed before the policy is asked again
+  int64_t max_episode_steps = 0;  // > 0: cut episodes at this many steps (else the task's limit)
+  double noise_std = 0.2;         // flow-noise std per denoising step (normalised units)
+  double shaping = 0;             // return = success + shaping * (progress in metres)
+  double clip = 0.2;              // PPO ratio clip
+  int64_t max_staleness = 1;      // async: drop groups sampled more than this many versions ago
+  double lr = 1e-4;
+  double grad_clip_norm = 1.0;
+  int64_t micro_batch = 16;       // chunks per learner micro-batch
+  int64_t save_freq = 0;          // 0: only at the end
+};
+
+// Refuses (Error kInvalidArgument naming the flag) a config that cannot run.
+void validate(const RlConfig& config);
+
+nlohmann::ordered_json to_json(const RlConfig& config);
+// The fields present in j over the defaults; throws kInvalidArgument naming `what` and the key.
+RlConfig rl_config_from_json(const nlohmann::json& j, const std::string& what);
+
+}  // namespace ember::rl

@@ -1,0 +1,214 @@
+#include "ember/rl/rl_loop.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <memory>
+
+#include "ember/core/error.h"
+#include "ember/core/file.h"
+#include "ember/core/json_file.h"
+#include "ember/core/thread_pool.h"
+#include "ember/model/device.h"
+#include "ember/model/weights.h"
+#include "ember/rl/env_worker.h"
+#include "ember/rl/grpo.h"
+#include "ember/rl/policy_setup.h"
+#include "ember/sim/gl_context.h"
+#include "ember/train/checkpoint_dir.h"
+#include "ember/train/metrics.h"
+
+namespace ember::rl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The counters behind one step's busy fractions and rates.
+struct Counters {
+  Clock::time_point at;
+  int64_t waits_ns = 0, env_steps = 0, rollout_ns = 0, learner_ns = 0;
+};
+
+std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
+  if (c.resume) {
+    auto latest = train::find_latest_checkpoint(c.output_dir);
+    if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
+    return latest;
+  }
+  if (!train::list_checkpoints(c.output_dir).empty())
+    throw Error(ErrorKind::kInvalidArgument, "--output_dir=" + c.output_dir + " already holds checkpoints: pass --resume to continue, or choose a new --output_dir");
+  return std::nullopt;
+}
+
+struct Resumed {
+  int64_t step = 0, env_steps = 0;
+};
+
+Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device) {
+  train::verify_checksums(dir);
+  auto weights = (dir / "model.safetensors").string();
+  model::load_into(learner.params(), model::load_tensors(weights), weights);
+  auto opt = (dir / "optimizer.safetensors").string();
+  auto state = model::load_tensors(opt);
+  for (auto& [k, t] : state) t = t.to(device);
+  learner.optimizer().load_state(state, opt);
+  auto file = (dir / "rl_state.json").string();
+  auto j = read_json_file(file);
+  Resumed r;
+  try {
+    r.step = j.at("step").get<int64_t>();
+    r.env_steps = j.at("env_steps").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, file + ": " + e.what());
+  }
+  if (r.step != train::checkpoint_step(dir))
+    throw Error(ErrorKind::kCorruption, file + ": \"step\" is " + std::to_string(r.step) + ", the checkpoint's directory says " +
+                                            std::to_string(train::checkpoint_step(dir)));
+  return r;
+}
+
+// Stops the workers (the feed, then their episodes in flight) before anything they use goes.
+struct StopWorkers {
+  EpisodeFeed& feed;
+  std::vector<std::unique_ptr<EnvWorker>>& workers;
+  ~StopWorkers() {
+    feed.stop();
+    for (auto& w : workers) w->cancel();
+    workers.clear();
+  }
+};
+
+}  // namespace
+
+RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration) {
+  validate(c);
+  auto resume = resume_point(c);
+  const sim::Suite& suite = sim::find_suite(c.suite);
+  std::vector<sim::TaskSpec> specs;
+  for (const auto* t : sim::select_tasks(suite, c.tasks)) {
+    specs.push_back(*t);
+    if (c.max_episode_steps > 0) specs.back().max_steps = int(c.max_episode_steps);
+  }
+  std::vector<const sim::TaskSpec*> tasks;
+  for (const auto& t : specs) tasks.push_back(&t);
+  const sim::RendererKind renderer = sim::parse_renderer(c.renderer);
+  if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
+  const at::Device device = model::resolve_device(c.device);
+  if (!device.is_cuda()) at::set_num_threads(std::max(1, usable_cores() - int(c.env_workers)));
+
+  // the policies: the learner's (trained), the reference (KL), the rollout's copy
+  auto bundle = starting_policy(c, tasks, device);
+  LearnerOptions lo;
+  lo.noise = {c.noise_std, bundle.spec.action_dim};
+  lo.clip = c.clip;
+  lo.lr = c.lr;
+  lo.grad_clip_norm = c.grad_clip_norm;
+  lo.micro_batch = int(c.micro_batch);
+  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo);
+  Resumed from;
+  if (resume) from = restore(resume->dir, learner, device);
+  fs::create_directories(c.output_dir);
+  write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
+
+  model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
+  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms}, from.step);
+  const int64_t gps = c.groups_per_step;
+  EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps);
+  auto scene = sim::Scene::load();
+  std::vector<std::unique_ptr<EnvWorker>> workers;
+  StopWorkers stop{feed, workers};
+  EnvWorkerOptions wo;
+  wo.n_envs = int(c.envs_per_worker);
+  wo.renderer = renderer;
+  wo.image_size = bundle.shape.vision.image_size;
+  wo.replan_steps = int(c.replan_steps);
+  wo.shaping = c.shaping;
+  for (int64_t w = 0; w < c.env_workers; ++w) workers.push_back(std::make_unique<EnvWorker>(scene, tasks, wo, feed, server, builder));
+
+  train::MetricsLogger::Options mo;
+  mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
+  train::MetricsLogger log(c.output_dir, c.iterations, from.step, mo);
+  train::CheckpointWriter writer(c.output_dir);
+  const bool async = c.mode == "async";
+  int64_t dropped_total = 0, env_steps_total = from.env_steps, learner_ns = 0;
+  // sync: only this step's groups may start; async: the next step's too
+  auto release = [&](int64_t step) { feed.allow((step - from.step + 1 + (async ? 1 : 0)) * gps + dropped_total); };
+  auto counters = [&] {
+    Counters k;
+    k.at = Clock::now();
+    for (const auto& w : workers) k.waits_ns += w->clock().policy_wait_ns + w->clock().feed_wait_ns, k.env_steps += w->clock().env_steps;
+    k.rollout_ns = int64_t(server.busy_s() * 1e9);
+    k.learner_ns = learner_ns;
+    return k;
+  };
+  auto timed = [&](auto&& fn) {
+    const auto t = Clock::now();
+    fn();
+    learner_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+  };
+  RlResult result;
+  Counters before = counters();
+  for (int64_t step = from.step; step < c.iterations; ++step) {
+    IterationStats it;
+    release(step);
+    std::vector<Group> batch;  // sync: learned from once complete
+    int64_t used = 0;
+    double stale = 0;
+    while (used < gps) {
+      auto g = feed.pop();
+      if (!g) throw Error(ErrorKind::kInternal, "rl: the episode feed stopped early");
+      const int64_t oldest = g->oldest_version();
+      if (too_stale(step, oldest, c.max_staleness)) {
+        ++it.dropped, ++dropped_total;
+        release(step);
+        continue;
+      }
+      stale += double(step - oldest);
+      ++used;
+      if (async) timed([&] { learner.accumulate(*g); });
+      else batch.push_back(std::move(*g));
+    }
+    for (const auto& g : batch) timed([&] { learner.accumulate(g); });
+    timed([&] { it.learner = learner.step(); });
+    server.swap_weights(*learner.policy(), step + 1);
+    it.step = step + 1;
+    it.staleness = stale / double(gps);
+    Counters now = counters();
+    it.wall_s = std::chrono::duration<double>(now.at - before.at).count();
+    const double wall = std::max(it.wall_s, 1e-9);
+    it.env_steps = now.env_steps - before.env_steps;
+    env_steps_total += it.env_steps;
+    it.env_busy = std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers.size())));
+    it.rollout_busy = double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall;
+    it.learner_busy = double(now.learner_ns - before.learner_ns) * 1e-9 / wall;
+    it.env_steps_per_s = double(it.env_steps) / wall;
+    it.samples_per_s = double(it.learner.chunks) / wall;
+    before = now;
+    const auto& s = it.learner;
+    log.log(it.step, s.loss,
+            {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
+             {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
+             {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
+             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
+             {"wall_s", it.wall_s}});
+    if (on_iteration) on_iteration(it);
+    result.iterations.push_back(it);
+    if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {
+      bundle.step = it.step;
+      nlohmann::json state{{"step", it.step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
+      result.last_checkpoint = writer.save(it.step, [&](const fs::path& tmp) {
+        train::write_policy_files(tmp, bundle);
+        model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
+        write_json_file((tmp / "rl_state.json").string(), state);
+        write_json_file((tmp / "rl_config.json").string(), to_json(c));
+      }).string();
+    }
+  }
+  log.finish();
+  return result;
+}
+
+}  // namespace ember::rl

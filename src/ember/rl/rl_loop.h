@@ -1,0 +1,48 @@
+// `ember rl`: asynchronous (or synchronous) GRPO of a flow-matching policy in ember's
+// simulator. Three levels run at once:
+//   env workers (env_worker.h)  -> policy requests -> rollout server (rollout_server.h)
+//   finished episodes -> groups (episode_feed.h)   -> learner (learner.h) on this thread
+// after each optimizer step the learner's weights are copied into the rollout's policy and the
+// version advances. --rl.mode=sync: one step's groups are collected, then learned from, then
+// the next step's are released (the same code, with the overlap off). --rl.mode=async: the
+// next step's groups are collected while the learner works, and each group enters gradient
+// accumulation as it completes; groups sampled by weights more than --rl.max_staleness
+// versions old are dropped (grpo.h: too_stale).
+//
+// Output: <output_dir>/metrics.jsonl (one line per optimizer step), rl_config.json, and
+// checkpoints/<step>/ (the policy files as `ember train` writes them, so `ember eval
+// --checkpoint` reads them; optimizer.safetensors; rl_state.json). --resume continues from the
+// latest checkpoint.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/rl/learner.h"
+#include "ember/rl/rl_config.h"
+
+namespace ember::rl {
+
+struct IterationStats {
+  int64_t step = 0;  // optimizer steps done
+  StepStats learner;
+  double staleness = 0;  // mean versions between sampling and learning, over used groups
+  int64_t dropped = 0;   // stale groups dropped in this step
+  double wall_s = 0;
+  double env_busy = 0, rollout_busy = 0, learner_busy = 0;  // fractions of wall_s
+  int64_t env_steps = 0;
+  double env_steps_per_s = 0, samples_per_s = 0;  // samples: chunks the learner used
+};
+
+struct RlResult {
+  std::vector<IterationStats> iterations;  // this process's
+  std::string last_checkpoint;
+};
+
+// Runs config.iterations optimizer steps (less the resumed ones). Throws Error for bad flags
+// (naming them), a bad checkpoint (naming its file), or a failure of a worker.
+// on_iteration (optional) sees each step's figures.
+RlResult run_rl(const RlConfig& config, const std::function<void(const IterationStats&)>& on_iteration = nullptr);
+
+}  // namespace ember::rl

@@ -1,0 +1,81 @@
+#include "ember/rl/rollout_server.h"
+
+#include "ember/eval/checkpoint_policy.h"
+#include "ember/rl/policy_setup.h"
+#include "ember/train/cuda_setup.h"
+
+namespace ember::rl {
+
+RolloutServer::RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
+                             BatchingOptions batching, int64_t version)
+    : policy_(std::move(policy)), builder_(builder), noise_(noise), device_(device),
+      batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+RolloutServer::~RolloutServer() { stop(); }
+
+void RolloutServer::stop() {
+  batcher_.close();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, uint64_t seed) {
+  Request r{std::move(sample), seed, std::make_shared<std::promise<PolicyResponse>>()};
+  auto f = r.reply->get_future();
+  batcher_.push(std::move(r));
+  return f;
+}
+
+void RolloutServer::swap_weights(model::Pi05PolicyImpl& from, int64_t version) {
+  std::lock_guard<std::mutex> lock(weights_mu_);
+  copy_weights(*policy_, from);
+  version_ = version;
+}
+
+void RolloutServer::loop() {
+  for (;;) {
+    auto batch = batcher_.take();
+    if (batch.empty()) return;
+    try {
+      run_batch(batch);
+    } catch (...) {
+      for (auto& r : batch) {
+        try {
+          r.reply->set_exception(std::current_exception());
+        } catch (const std::future_error&) {  // already answered
+        }
+      }
+    }
+  }
+}
+
+void RolloutServer::run_batch(std::vector<Request>& batch) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<const model::PolicySample*> ptrs;
+  std::vector<uint64_t> seeds;
+  for (const auto& r : batch) ptrs.push_back(&r.sample), seeds.push_back(r.seed);
+  auto in = model::collate(ptrs, policy_->shape, model::AttentionBackend::kVarlen).to(device_);
+  Chain chain;
+  int64_t version;
+  {
+    std::lock_guard<std::mutex> lock(weights_mu_);
+    train::Bf16Autocast bf16(device_.is_cuda());
+    chain = sample_chain(*policy_, in, noise_, seeds);
+    version = version_;
+  }
+  const int K = policy_->shape.flow_steps;
+  for (size_t j = 0; j < batch.size(); ++j) {
+    PolicyResponse r;
+    r.chain = chain.x[int64_t(j)].contiguous();
+    r.log_prob = chain.log_prob[int64_t(j)].contiguous();
+    r.version = version;
+    r.chunk = eval::action_chunk(builder_, r.chain[K]);
+    batch[j].reply->set_value(std::move(r));
+  }
+  busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  batches_ += 1;
+  requests_ += int64_t(batch.size());
+}
+
+}  // namespace ember::rl

@@ -1,0 +1,76 @@
+// The rollout (generation) side: environment workers submit one request per observation that
+// needs a chunk; a thread takes dynamic batches (batcher.h), samples the flow-noise chain for
+// them (flow_noise.h) with the prefix computed once per request, and answers each request with
+// its chain, log-probabilities, action chunk and the version of the weights that produced it.
+// The learner swaps new weights in between two batches.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "ember/model/processor.h"
+#include "ember/rl/batcher.h"
+#include "ember/rl/flow_noise.h"
+#include "ember/sim/policy.h"
+
+namespace ember::rl {
+
+struct PolicyResponse {
+  at::Tensor chain;     // [K+1, H, A] float32, host
+  at::Tensor log_prob;  // [K] float32, host
+  int64_t version = 0;
+  sim::ActionChunk chunk;  // simulator units, [-1, 1]
+};
+
+struct BatchingOptions {
+  int max_batch = 8;
+  double timeout_ms = 5;
+};
+
+class RolloutServer {
+ public:
+  // policy: the rollout's own copy (eval mode, on device); builder: the policy's features (must
+  // outlive the server). Starts the thread.
+  RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
+                BatchingOptions batching, int64_t version);
+  ~RolloutServer();
+  RolloutServer(const RolloutServer&) = delete;
+  RolloutServer& operator=(const RolloutServer&) = delete;
+
+  // Thread-safe. The future fails with the server's error if a batch failed.
+  std::future<PolicyResponse> submit(model::PolicySample sample, uint64_t seed);
+  // Copies `from`'s weights in (waits for the running batch) and tags later answers `version`.
+  void swap_weights(model::Pi05PolicyImpl& from, int64_t version);
+  // Answers what is queued, then ends the thread.
+  void stop();
+
+  double busy_s() const { return busy_ns_.load() * 1e-9; }
+  int64_t batches() const { return batches_.load(); }
+  int64_t requests() const { return requests_.load(); }
+
+ private:
+  struct Request {
+    model::PolicySample sample;
+    uint64_t seed = 0;
+    std::shared_ptr<std::promise<PolicyResponse>> reply;
+  };
+  void loop();
+  void run_batch(std::vector<Request>& batch);
+
+  model::Pi05Policy policy_;
+  const model::SampleBuilder& builder_;
+  FlowNoise noise_;
+  at::Device device_;
+  DynamicBatcher<Request> batcher_;
+  std::mutex weights_mu_;
+  int64_t version_;
+  std::atomic<int64_t> busy_ns_{0}, batches_{0}, requests_{0};
+  std::thread thread_;
+};
+
+}  // namespace ember::rl

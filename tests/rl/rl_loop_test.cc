@@ -1,0 +1,121 @@
+// The whole RL loop on the `easy` suite (press the red button), on the CPU with OSMesa.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <numeric>
+
+#include "ember/core/json_file.h"
+#include "ember/rl/rl_loop.h"
+#include "ember/sim/gl_context.h"
+#include "ember/train/checkpoint_dir.h"
+#include "test_util.h"
+
+namespace ember::rl {
+namespace {
+
+bool have_renderer() {
+  if (sim::default_renderer() != sim::RendererKind::kNone) return true;
+  return false;
+}
+
+// A fresh tiny policy on short episodes: the return is shaped (progress of the end effector
+// towards the button), so a policy that starts at chance has a signal from the first group.
+RlConfig tiny_run(const std::string& out) {
+  RlConfig c;
+  c.preset = "tiny";
+  c.horizon = 8;
+  c.num_steps = 3;
+  c.image_size = 16;
+  c.output_dir = out;
+  c.suite = "easy";
+  c.device = "cpu";
+  c.seed = 1;
+  c.groups_per_step = 4;
+  c.group_size = 4;
+  c.env_workers = 2;
+  c.envs_per_worker = 4;
+  c.max_batch = 8;
+  c.replan_steps = 8;
+  c.max_episode_steps = 24;
+  c.noise_std = 0.3;
+  c.shaping = 10;
+  c.lr = 3e-3;
+  return c;
+}
+
+std::vector<nlohmann::json> metrics(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream f(out + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// The mean of f over optimizer steps [from, to).
+template <class F>
+double mean_of(const std::vector<IterationStats>& its, size_t from, size_t to, F f) {
+  double s = 0;
+  for (size_t i = from; i < to; ++i) s += f(its[i].learner);
+  return s / double(to - from);
+}
+
+TEST(RlLoop, TinyPolicyImprovesOnEasy) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_improve");
+  auto c = tiny_run(dir.path());
+  c.mode = "sync";
+  c.iterations = 10;
+  auto r = run_rl(c);
+  ASSERT_EQ(r.iterations.size(), 10u);
+  auto ret = [](const StepStats& s) { return s.ret; };
+  auto success = [](const StepStats& s) { return s.success; };
+  // seed 1, measured 2026-12-01: return -0.70, 0.26, 1.00 in the first three steps (no success
+  // in 48 episodes), about 2.0 and success 0.12-0.25 from step 6 on
+  const double first = mean_of(r.iterations, 0, 3, ret), last = mean_of(r.iterations, 7, 10, ret);
+  const double first_ok = mean_of(r.iterations, 0, 3, success), last_ok = mean_of(r.iterations, 7, 10, success);
+  std::printf("return: first 3 steps %.3f, last 3 steps %.3f; success %.3f -> %.3f\n", first, last, first_ok, last_ok);
+  EXPECT_GT(last, first + 0.5);
+  EXPECT_GT(last_ok, first_ok + 0.05);
+  for (const auto& it : r.iterations) EXPECT_EQ(it.staleness, 0);  // sync: always on-policy
+  EXPECT_GT(r.iterations.back().learner.kl, 0);
+}
+
+TEST(RlLoop, AsyncRunsResumesAndLogs) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_async");
+  auto c = tiny_run(dir.path());
+  c.mode = "async";
+  c.iterations = 2;
+  c.save_freq = 1;
+  auto r = run_rl(c);
+  ASSERT_EQ(r.iterations.size(), 2u);
+  for (const auto& it : r.iterations) {
+    EXPECT_LE(it.staleness, double(c.max_staleness));
+    EXPECT_GT(it.env_steps_per_s, 0);
+    EXPECT_GT(it.rollout_busy, 0);
+    EXPECT_GT(it.learner_busy, 0);
+  }
+  // a second run over the checkpoints must say --resume
+  auto again = test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(again.find("--resume"), std::string::npos) << again;
+  c.resume = true;
+  c.iterations = 3;
+  auto resumed = run_rl(c);
+  ASSERT_EQ(resumed.iterations.size(), 1u);
+  EXPECT_EQ(resumed.iterations[0].step, 3);
+  auto lines = metrics(dir.path());
+  ASSERT_EQ(lines.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(lines[size_t(i)]["step"], i + 1);
+    for (const char* k : {"success_rate", "return", "kl", "clip_frac", "staleness", "env_busy", "rollout_busy", "learner_busy",
+                          "env_steps_per_s"})
+      EXPECT_TRUE(lines[size_t(i)].contains(k)) << k;
+  }
+  EXPECT_GT(lines[2]["env_steps"].get<double>(), lines[1]["env_steps"].get<double>());
+  auto latest = train::find_latest_checkpoint(dir.path());
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->step, 3);
+  EXPECT_EQ(read_json_file((latest->dir / "rl_state.json").string())["step"], 3);
+}
+
+}  // namespace
+}  // namespace ember::rl

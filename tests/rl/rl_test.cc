@@ -1,0 +1,357 @@
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "ember/rl/batcher.h"
+#include "ember/rl/episode_feed.h"
+#include "ember/rl/flow_noise.h"
+#include "ember/rl/grpo.h"
+#include "ember/rl/learner.h"
+#include "ember/rl/policy_setup.h"
+#include "ember/rl/rl_config.h"
+#include "test_util.h"
+
+namespace ember::rl {
+namespace {
+
+// the tiny policy's operations are too small to split over threads
+struct OneThread : ::testing::Environment {
+  void SetUp() override { at::set_num_threads(1); }
+};
+const auto* const one_thread = ::testing::AddGlobalTestEnvironment(new OneThread);
+
+model::PolicyShape tiny_shape() {
+  auto s = model::preset_shape("tiny");
+  s.vision.image_size = 16;
+  s.horizon = 4;
+  s.flow_steps = 3;
+  s.max_action_dim = 9;  // 7 real + 2 padded dims
+  model::validate(s);
+  return s;
+}
+
+std::vector<model::PolicySample> samples(const model::PolicyShape& shape, int n, int salt = 0) {
+  std::vector<model::PolicySample> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    auto& s = out[size_t(i)];
+    for (int c = 0; c < 2; ++c) {
+      s.images.push_back(at::rand({3, shape.vision.image_size, shape.vision.image_size}) * 2 - 1);
+      s.camera_slots.push_back(c);
+    }
+    s.prompt.push_back(2);
+    for (int j = 0; j < 4 + i % 3; ++j) s.prompt.push_back((salt * 31 + i * 13 + j * 5) % shape.vocab);
+  }
+  return out;
+}
+
+model::PolicyInputs inputs(const model::PolicyShape& shape, const std::vector<model::PolicySample>& s) {
+  std::vector<const model::PolicySample*> p;
+  for (const auto& x : s) p.push_back(&x);
+  return model::collate(p, shape, model::AttentionBackend::kVarlen);
+}
+
+std::vector<uint64_t> seeds(int n, uint64_t base = 7) {
+  std::vector<uint64_t> s;
+  for (int i = 0; i < n; ++i) s.push_back(base + uint64_t(i) * 1000);
+  return s;
+}
+
+// log N(y; mu, sigma^2) entry by entry in double precision, over the real dims
+double direct_log_prob(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t d) {
+  auto yy = y.to(at::kDouble).contiguous(), mm = mu.to(at::kDouble).contiguous();
+  double sum = 0;
+  for (int64_t h = 0; h < yy.size(0); ++h)
+    for (int64_t a = 0; a < d; ++a) {
+      double z = (yy[h][a].item<double>() - mm[h][a].item<double>()) / sigma;
+      sum += -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2 * M_PI);
+    }
+  return sum;
+}
+
+TEST(FlowNoise, LogProbIsTheGaussianOfEachEulerStep) {
+  at::manual_seed(1);
+  auto shape = tiny_shape();
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  auto s = samples(shape, 3);
+  auto in = inputs(shape, s);
+  FlowNoise noise{0.3, 7};
+  Chain chain = sample_chain(*policy, in, noise, seeds(3));
+  ASSERT_EQ(chain.x.sizes(), (at::IntArrayRef{3, 4, 4, 9}));
+  ASSERT_EQ(chain.log_prob.sizes(), (at::IntArrayRef{3, 3}));
+  at::NoGradGuard no_grad;
+  const int K = shape.flow_steps;
+  for (int i = 0; i < K; ++i) {
+    // the uncached velocity (prefix recomputed), the Euler mean, the density by hand
+    const double t = 1.0 - double(i) / K;
+    auto xi = chain.x.select(1, i);
+    auto mu = xi - policy->velocity(in, xi, at::full({3}, t)) / K;
+    for (int j = 0; j < 3; ++j) {
+      double want = direct_log_prob(chain.x[j][i + 1], mu[j], 0.3, 7);
+      EXPECT_NEAR(chain.log_prob[j][i].item<double>(), want, 1e-3 * std::abs(want) + 1e-3) << "sample " << j << " step " << i;
+    }
+    // padded dims: on the trained path t * x_0, untouched by the policy or the noise
+    const double t_next = 1.0 - double(i + 1) / K;
+    EXPECT_TRUE(at::allclose(chain.x.select(1, i + 1).narrow(-1, 7, 2), t_next * chain.x.select(1, 0).narrow(-1, 7, 2)));
+  }
+  // the noise is really there: x_{i+1} - mu_i has std sigma on the real dims
+  auto mu0 = chain.x.select(1, 0) - policy->velocity(in, chain.x.select(1, 0), at::ones({3})) / K;
+  double sd = (chain.x.select(1, 1) - mu0).narrow(-1, 0, 7).std().item<double>();
+  EXPECT_NEAR(sd, 0.3, 0.1);
+}
+
+TEST(FlowNoise, RecomputedLogProbMatchesAndFollowsTheWeights) {
+  at::manual_seed(2);
+  auto shape = tiny_shape();
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  auto s = samples(shape, 4);
+  auto in = inputs(shape, s);
+  FlowNoise noise{0.2, 7};
+  Chain chain = sample_chain(*policy, in, noise, seeds(4));
+  auto again = chain_log_prob(*policy, in, chain.x, noise);
+  EXPECT_TRUE(at::allclose(again, chain.log_prob, 1e-4, 1e-3)) << again - chain.log_prob;
+  // other weights: the stored chain's density under them, against the direct computation
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : policy->parameters()) p.add_(at::randn_like(p) * 0.02);
+  }
+  auto moved = chain_log_prob(*policy, in, chain.x, noise);
+  EXPECT_GT((moved - chain.log_prob).abs().max().item<double>(), 1e-3);
+  at::NoGradGuard no_grad;
+  auto x1 = chain.x.select(1, 1);
+  auto mu = x1 - policy->velocity(in, x1, at::full({4}, 1.0 - 1.0 / 3)) / 3;
+  double want = direct_log_prob(chain.x[2][2], mu[2], 0.2, 7);
+  EXPECT_NEAR(moved[2][1].item<double>(), want, 1e-3 * std::abs(want) + 1e-3);
+}
+
+TEST(FlowNoise, SampleChainDoesNotDependOnTheBatch) {
+  at::manual_seed(3);
+  auto shape = tiny_shape();
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  auto s = samples(shape, 3);
+  FlowNoise noise{0.2, 7};
+  Chain all = sample_chain(*policy, inputs(shape, s), noise, seeds(3));
+  std::vector<model::PolicySample> one{s[1]};
+  Chain alone = sample_chain(*policy, inputs(shape, one), noise, {seeds(3)[1]});
+  EXPECT_TRUE(at::allclose(all.x[1], alone.x[0], 1e-5, 1e-5));
+  EXPECT_TRUE(at::allclose(all.log_prob[1], alone.log_prob[0], 1e-4, 1e-3));
+}
+
+TEST(Grpo, AdvantagesAreRelativeToTheGroup) {
+  auto a = group_advantages({1, 0, 0, 1});
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_NEAR(a[0], 1, 1e-5);
+  EXPECT_NEAR(a[1], -1, 1e-5);
+  auto b = group_advantages({0.2, 0.5, 0.8});
+  EXPECT_NEAR(b[0] + b[1] + b[2], 0, 1e-9);
+  EXPECT_NEAR(b[1], 0, 1e-9);
+  EXPECT_NEAR(b[2], 0.3 / std::sqrt(0.06), 1e-4);
+  for (double x : group_advantages({1, 1, 1})) EXPECT_EQ(x, 0);
+}
+
+TEST(Grpo, ClippedSurrogateTakesThePessimisticTerm) {
+  // ratios 1.5, 1.5, 0.5, 0.5, 1.1 with advantages +1, -1, +1, -1, +1; clip 0.2
+  auto lp = at::log(at::tensor({1.5, 1.5, 0.5, 0.5, 1.1}, at::kDouble)).view({5, 1}).set_requires_grad(true);
+  auto old = at::zeros({5, 1}, at::kDouble);
+  auto adv = at::tensor({1.0, -1.0, 1.0, -1.0, 1.0}, at::kDouble);
+  auto s = clipped_surrogate(lp, old, adv, 0.2, lp.detach());
+  // terms: min(1.5, 1.2) = 1.2; min(-1.5, -1.2) = -1.5; min(0.5, 0.8) = 0.5; min(-0.5, -0.8) = -0.8; 1.1
+  EXPECT_NEAR(s.loss_sum.item<double>(), -(1.2 - 1.5 + 0.5 - 0.8 + 1.1), 1e-9);
+  EXPECT_EQ(s.clipped.item<double>(), 4);
+  EXPECT_NEAR(s.kl_sum.item<double>(), 0, 1e-12);
+  s.loss_sum.backward();
+  // d loss / d log_prob = -A r where the unclipped term is the minimum, else 0
+  auto g = lp.grad().view({5});
+  EXPECT_NEAR(g[0].item<double>(), 0, 1e-12);
+  EXPECT_NEAR(g[1].item<double>(), 1.5, 1e-9);
+  EXPECT_NEAR(g[2].item<double>(), -0.5, 1e-9);
+  EXPECT_NEAR(g[3].item<double>(), 0, 1e-12);
+  EXPECT_NEAR(g[4].item<double>(), -1.1, 1e-9);
+  // k3 to a reference: (q - 1) - log q with q = p_ref / p
+  auto k = clipped_surrogate(lp.detach(), old, adv, 0.2, lp.detach() + std::log(2.0));
+  EXPECT_NEAR(k.kl_sum.item<double>(), 5 * (1 - std::log(2.0)), 1e-9);
+}
+
+TEST(Grpo, StalenessRule) {
+  EXPECT_FALSE(too_stale(5, 5, 0));
+  EXPECT_TRUE(too_stale(5, 4, 0));
+  EXPECT_FALSE(too_stale(5, 4, 1));
+  EXPECT_TRUE(too_stale(5, 3, 1));
+}
+
+TEST(Batcher, RunsAtMaxBatchOrAfterTheTimeout) {
+  using namespace std::chrono;
+  DynamicBatcher<int> b(3, milliseconds(50));
+  for (int i = 0; i < 4; ++i) b.push(i);
+  auto t0 = steady_clock::now();
+  auto full = b.take();  // 3 waiting: at once
+  EXPECT_LT(duration<double>(steady_clock::now() - t0).count(), 0.04);
+  EXPECT_EQ(full, (std::vector<int>{0, 1, 2}));
+  auto partial = b.take();  // one left: after the oldest waited 50 ms
+  EXPECT_GE(duration<double>(steady_clock::now() - t0).count(), 0.045);
+  EXPECT_EQ(partial, (std::vector<int>{3}));
+  // a request arriving from another thread while the consumer waits
+  std::thread producer([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    b.push(7), b.push(8), b.push(9);
+  });
+  EXPECT_EQ(b.take(), (std::vector<int>{7, 8, 9}));
+  producer.join();
+  b.push(5);
+  b.close();
+  EXPECT_EQ(b.take(), (std::vector<int>{5}));  // drained after close
+  EXPECT_TRUE(b.take().empty());
+}
+
+TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
+  const auto& suite = sim::find_suite("easy");
+  EpisodeFeed feed({&suite.tasks[0]}, 2, 9, /*first_group=*/3);
+  EXPECT_FALSE(feed.next());  // no budget yet: nothing, and no blocking
+  feed.allow(1);
+  auto a = feed.next(), b = feed.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(feed.next());
+  EXPECT_EQ(feed.group_of(a->id), 3);
+  EXPECT_EQ(feed.member_of(a->id), 0);
+  EXPECT_EQ(feed.member_of(b->id), 1);
+  // one group: the same initial state, each member its own seed
+  ASSERT_EQ(a->init.items.size(), b->init.items.size());
+  for (size_t i = 0; i < a->init.items.size(); ++i) EXPECT_EQ(a->init.items[i].x, b->init.items[i].x);
+  EXPECT_NE(a->seed, b->seed);
+  // a group reaches the learner once every member finished, in any order
+  Trajectory tb, ta;
+  tb.group = ta.group = 3, tb.member = 1, ta.member = 0, tb.ret = 1;
+  tb.chunks.resize(1), ta.chunks.resize(2);
+  feed.finish(std::move(tb));
+  feed.finish(std::move(ta));
+  auto g = feed.pop();
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->id, 3);
+  EXPECT_EQ(g->members[1].ret, 1);
+  EXPECT_EQ(g->members[0].chunks.size(), 2u);
+  // the next group: another initial state
+  feed.allow(2);
+  EXPECT_TRUE(feed.wait_for_episode());
+  auto c = feed.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(feed.group_of(c->id), 4);
+  bool differs = false;
+  for (size_t i = 0; i < c->init.items.size(); ++i) differs = differs || c->init.items[i].x != a->init.items[i].x;
+  EXPECT_TRUE(differs);
+  feed.stop();
+  EXPECT_FALSE(feed.wait_for_episode());
+  EXPECT_FALSE(feed.pop());
+}
+
+// Groups of stored chains sampled from the policy, with the given returns.
+std::vector<Group> groups(model::Pi05PolicyImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns) {
+  std::vector<Group> out;
+  int salt = 0;
+  for (const auto& rs : returns) {
+    Group g;
+    g.id = int64_t(out.size());
+    for (double r : rs) {
+      Trajectory t;
+      t.ret = r;
+      t.success = r > 0.5;
+      auto s = samples(policy.shape, 2, ++salt);
+      Chain c = sample_chain(policy, inputs(policy.shape, s), noise, seeds(2, uint64_t(salt) * 77));
+      for (int j = 0; j < 2; ++j) t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], 0});
+      g.members.push_back(std::move(t));
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+train::PolicyBundle bundle_of(const model::PolicyShape& shape, uint64_t seed) {
+  at::manual_seed(seed);
+  train::PolicyBundle b;
+  b.shape = shape;
+  b.policy = model::Pi05Policy(shape);
+  return b;
+}
+
+TEST(Learner, SameUpdateStreamedOrBatched) {
+  // async accumulates each group as it arrives in micro-batches; sync all at once: the same
+  // trajectories must give the same step whatever the order and the split
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 4);
+  FlowNoise noise{0.2, 7};
+  auto gs = groups(*b.policy, noise, {{1, 0, 0.5}, {0.2, 0.9, 0.1}});
+  at::Device cpu(at::kCPU);
+  LearnerOptions o;
+  o.noise = noise;
+  o.micro_batch = 2;
+  Learner streamed(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  o.micro_batch = 100;
+  Learner batched(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  streamed.accumulate(gs[0]);
+  streamed.accumulate(gs[1]);
+  batched.accumulate(gs[1]);
+  batched.accumulate(gs[0]);
+  auto a = streamed.step(), c = batched.step();
+  EXPECT_EQ(a.terms, c.terms);
+  EXPECT_EQ(a.terms, 2 * 3 * 2 * shape.flow_steps);
+  EXPECT_NEAR(a.loss, c.loss, 1e-6);
+  EXPECT_NEAR(a.grad_norm, c.grad_norm, 1e-5 * a.grad_norm);
+  for (size_t i = 0; i < streamed.params().size(); ++i)
+    EXPECT_TRUE(at::allclose(streamed.params()[i].second, batched.params()[i].second, 1e-5, 1e-6)) << streamed.params()[i].first;
+}
+
+TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 5);
+  FlowNoise noise{0.2, 7};
+  auto gs = groups(*b.policy, noise, {{1, 0}});
+  at::Device cpu(at::kCPU);
+  LearnerOptions o;
+  o.noise = noise;
+  o.lr = 1e-3;
+  Learner learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  learner.accumulate(gs[0]);
+  auto s = learner.step();
+  EXPECT_EQ(s.clip_frac, 0);       // on-policy: every ratio is 1
+  EXPECT_NEAR(s.kl, 0, 1e-6);      // and the policy is the reference
+  EXPECT_GT(s.grad_norm, 0);
+  auto logp = [&](const Trajectory& t) {
+    at::NoGradGuard no_grad;
+    std::vector<model::PolicySample> s{t.chunks[0].sample, t.chunks[1].sample};
+    auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
+    return chain_log_prob(*learner.policy(), inputs(shape, s), x, noise).sum().item<double>();
+  };
+  auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
+  EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0]));  // advantage +1
+  EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1]));  // advantage -1
+  // a second step on the same (now off-policy) chains sees ratios != 1 and a KL > 0
+  learner.accumulate(gs[0]);
+  auto s2 = learner.step();
+  EXPECT_GT(s2.kl, 0);
+}
+
+TEST(RlConfig, BadFlagsAreNamed) {
+  RlConfig c;
+  c.output_dir = "/tmp/x";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--checkpoint"), std::string::npos);
+  c.preset = "tiny";
+  c.mode = "lockstep";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.mode"), std::string::npos);
+  c.mode = "sync";
+  c.group_size = 1;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.group_size"), std::string::npos);
+  c.group_size = 4;
+  validate(c);
+  auto back = rl_config_from_json(to_json(c), "rl_config.json");
+  EXPECT_EQ(to_json(back), to_json(c));
+  EXPECT_NE(test::error_of([&] { rl_config_from_json({{"rl_mode", 1}}, "f.json"); }, ErrorKind::kInvalidArgument).find("rl_mode"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ember::rl
