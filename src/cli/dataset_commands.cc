@@ -15,6 +15,8 @@
 #include "ember/data/convert.h"
 #include "ember/data/dataset.h"
 #include "ember/data/recompute_stats.h"
+#include "ember/data/shard_check.h"
+#include "ember/data/shard_index.h"
 #include "ember/data/stats.h"
 
 namespace ember::cli {
@@ -61,6 +63,8 @@ int run_check(const std::string& root, bool json, double tolerance, bool decode_
   o.progress = [&](int64_t done, int64_t total) { progress.report("checking files", done, total); };
   o.decode_progress = [&](int64_t done, int64_t total) { progress.report("decoding frames", done, total); };
   data::CheckReport r = data::check_dataset(root, o);
+  if (data::is_shard_root(root))
+    data::check_shards(root, r, [&](int64_t done, int64_t total) { progress.report("checking shards", done, total); });
   if (json) {
     nlohmann::ordered_json j;
     j["path"] = root;
