@@ -26,7 +26,7 @@ class NginxServer {
  public:
   struct Options {
     std::string root;             // directory served at /
-    std::string limit_rate;       // e.g. "200k": bytes/s per connection; empty: unlimited
+    std::string limit_rate;       // e.g. "200k": bytes/s per connection under /data/; empty: unlimited
     std::string fail_prefix;      // requests under this URL prefix get 503; empty: none
   };
 
@@ -72,7 +72,7 @@ class NginxServer {
            << "  client_body_temp_path " << dir_ << "/body;\n  proxy_temp_path " << dir_ << "/proxy;\n"
            << "  fastcgi_temp_path " << dir_ << "/fcgi;\n  uwsgi_temp_path " << dir_ << "/uwsgi;\n  scgi_temp_path " << dir_ << "/scgi;\n"
            << "  server {\n    listen 127.0.0.1:" << p << ";\n    root " << options_.root << ";\n"
-           << (options_.limit_rate.empty() ? "" : "    limit_rate " + options_.limit_rate + ";\n")
+           << (options_.limit_rate.empty() ? "" : "    location /data/ { limit_rate " + options_.limit_rate + "; }\n")
            << (options_.fail_prefix.empty() ? "" : "    location " + options_.fail_prefix + " { return 503; }\n") << "  }\n}\n";
       conf.close();
       std::string bin = binary(), c = dir_ + "/nginx.conf", e = dir_ + "/logs/stderr.log";
@@ -87,7 +87,9 @@ class NginxServer {
           pid = -1;
           break;
         }
-        io::HttpResult r = io::http_get("http://127.0.0.1:" + std::to_string(p) + "/", std::nullopt, {.connect_timeout_s = 1});
+        io::HttpOptions quick;
+        quick.connect_timeout_s = 1;
+        io::HttpResult r = io::http_get("http://127.0.0.1:" + std::to_string(p) + "/", std::nullopt, quick);
         if (r.status > 0) {
           pid_ = pid;
           port_ = p;

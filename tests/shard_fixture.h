@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "ember/data/dataset.h"
 #include "ember/data/dataset_writer.h"
+#include "ember/data/shard_pack.h"
 #include "stripes.h"
 #include "test_util.h"
 
@@ -33,6 +35,24 @@ inline void write_stripes_dataset(const std::string& root, const std::vector<int
     writer.save_episode(e % 2 ? "open the drawer" : "pick up the cube");
   }
   writer.finalize();
+}
+
+// Options for pack_shards in tests: frames of `size`, shards of shard_mb, two threads.
+inline data::PackOptions pack_options(int size, double shard_mb = 256, int64_t rows_per_group = 8) {
+  data::PackOptions o;
+  o.image_size = size;
+  o.shard_mb = shard_mb;
+  o.rows_per_group = rows_per_group;
+  o.threads = 2;
+  return o;
+}
+
+// How training reads shards: images one row group at a time.
+inline data::DatasetOptions shard_reading(std::map<std::string, std::vector<double>> deltas = {}) {
+  data::DatasetOptions o;
+  o.delta_timestamps = std::move(deltas);
+  o.images_by_row_group = true;
+  return o;
 }
 
 }  // namespace ember::test

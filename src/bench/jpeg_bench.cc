@@ -42,7 +42,8 @@ std::vector<std::string> run_jpeg_bench(const JpegBenchOptions& o) {
   std::vector<io::Image> images;  // the frames as the policy reads them
   for (int k = 0; k < o.frames; ++k) {
     int64_t i = ds.size() * k / o.frames;
-    for (auto& [key, ims] : ds.get(i).images) images.push_back(io::resize_bilinear(ims.front(), o.image_size, o.image_size));
+    data::Item item = ds.get(i);
+    for (auto& [key, ims] : item.images) images.push_back(io::resize_bilinear(ims.front(), o.image_size, o.image_size));
   }
   if (images.empty()) fail(ErrorKind::kInvalidArgument, o.root + ": the dataset has no cameras");
   std::vector<std::string> lines;

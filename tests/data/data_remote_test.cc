@@ -35,7 +35,7 @@ struct Served {
   Served() {
     test::write_stripes_dataset(dir.path() + "/src", {23, 40, 17, 31});
     shards = dir.path() + "/shards";
-    index = pack_shards(dir.path() + "/src", shards, {.image_size = 64, .shard_mb = 0.05, .rows_per_group = 8, .threads = 2});
+    index = pack_shards(dir.path() + "/src", shards, test::pack_options(64, 0.05));
   }
   // a copy of the shards with shard k changed by `damage`
   std::string damaged(int k, const std::function<void(const std::string&)>& damage) {
@@ -46,6 +46,14 @@ struct Served {
     return copy;
   }
 };
+
+NginxServer::Options serve(const std::string& root, const std::string& limit_rate = "", const std::string& fail_prefix = "") {
+  NginxServer::Options o;
+  o.root = root;
+  o.limit_rate = limit_rate;
+  o.fail_prefix = fail_prefix;
+  return o;
+}
 
 RemoteOptions quick(const std::string& cache) {
   RemoteOptions o;
@@ -58,10 +66,9 @@ RemoteOptions quick(const std::string& cache) {
 
 // Every frame read through the remote store shows its own index and the local shards' numbers.
 void expect_same_samples(RemoteShards& remote, const std::string& local) {
-  DatasetOptions o;
-  o.images_by_row_group = true;
+  DatasetOptions o = test::shard_reading();
   o.localize = [&](const std::string& p) { return remote.localize(p); };
-  Dataset far(load_metadata(remote.local_root()), o), near(local, DatasetOptions{.images_by_row_group = true});
+  Dataset far(load_metadata(remote.local_root()), o), near(local, test::shard_reading());
   ASSERT_EQ(far.size(), near.size());
   for (int64_t i = 0; i < far.size(); ++i) {
     Item a = far.get(i), b = near.get(i);
@@ -74,7 +81,7 @@ void expect_same_samples(RemoteShards& remote, const std::string& local) {
 TEST(RemoteShards, ReadsTheSameSamplesAsLocalShards) {
   REQUIRE_NGINX();
   Served s;
-  NginxServer server(s.dir.path() + "/nginx", {.root = s.shards});
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards));
   ASSERT_FALSE(server.url().empty()) << "nginx did not start (see " << s.dir.path() << "/nginx/logs)";
   RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
   expect_same_samples(remote, s.shards);
@@ -86,7 +93,7 @@ TEST(RemoteShards, ReadsTheSameSamplesAsLocalShards) {
 TEST(RemoteShards, CacheStaysWithinItsBoundAndPrefetchRunsAhead) {
   REQUIRE_NGINX();
   Served s;
-  NginxServer server(s.dir.path() + "/nginx", {.root = s.shards});
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards));
   ASSERT_FALSE(server.url().empty());
   uint64_t largest = 0;
   for (const auto& f : s.index.shards) largest = std::max(largest, f.bytes);
@@ -126,7 +133,7 @@ TEST(RemoteShards, CorruptShardIsRetriedThenNamed) {
     f.seekp(std::streamoff(s.index.shards[1].bytes / 3));
     f.write("\x13\x37", 2);
   });
-  NginxServer server(s.dir.path() + "/nginx", {.root = root});
+  NginxServer server(s.dir.path() + "/nginx", serve(root));
   ASSERT_FALSE(server.url().empty());
   RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
   expect_named_failure(remote, s, 1, "CRC-32 mismatch");
@@ -138,7 +145,7 @@ TEST(RemoteShards, TruncatedShardIsNamed) {
   REQUIRE_NGINX();
   Served s;
   std::string root = s.damaged(2, [&](const std::string& p) { fs::resize_file(p, s.index.shards[2].bytes - 1000); });
-  NginxServer server(s.dir.path() + "/nginx", {.root = root});
+  NginxServer server(s.dir.path() + "/nginx", serve(root));
   ASSERT_FALSE(server.url().empty());
   RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
   expect_named_failure(remote, s, 2, "expected " + std::to_string(s.index.shards[2].bytes));
@@ -147,7 +154,7 @@ TEST(RemoteShards, TruncatedShardIsNamed) {
 TEST(RemoteShards, ServerErrorsAreRetriedThenNamed) {
   REQUIRE_NGINX();
   Served s;
-  NginxServer server(s.dir.path() + "/nginx", {.root = s.shards, .fail_prefix = "/data/"});
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "", "/data/"));
   ASSERT_FALSE(server.url().empty());
   RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
   expect_named_failure(remote, s, 0, "HTTP 503");
@@ -156,7 +163,7 @@ TEST(RemoteShards, ServerErrorsAreRetriedThenNamed) {
 TEST(RemoteShards, SlowServerIsAbandonedThenNamed) {
   REQUIRE_NGINX();
   Served s;
-  NginxServer server(s.dir.path() + "/nginx", {.root = s.shards, .limit_rate = "2k"});
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "2k"));
   ASSERT_FALSE(server.url().empty());
   RemoteOptions o = quick(s.dir.path() + "/cache");
   o.http.low_speed_bytes = 16 << 10;  // below 16 KiB/s for 1 s: abandoned
@@ -168,7 +175,7 @@ TEST(RemoteShards, SlowServerIsAbandonedThenNamed) {
 TEST(RemoteShards, ServerKilledMidTransferIsRetriedAndRecovers) {
   REQUIRE_NGINX();
   Served s;
-  NginxServer server(s.dir.path() + "/nginx", {.root = s.shards, .limit_rate = "40k"});  // a shard takes > 1 s
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "40k"));  // a shard takes > 1 s
   ASSERT_FALSE(server.url().empty());
   RemoteOptions o = quick(s.dir.path() + "/cache");
   o.retries = 6;

@@ -61,15 +61,11 @@ struct Packed {
   TempDir dir;
   std::string src, dst;
   ShardIndex index;
-  explicit Packed(PackOptions o = {}) {
+  Packed() {
     src = dir.path() + "/src";
     dst = dir.path() + "/shards";
     test::write_stripes_dataset(src, {23, 40, 17, 31});
-    o.image_size = 96;
-    o.shard_mb = 0.05;  // several shards from 111 frames
-    o.rows_per_group = 8;
-    o.threads = 2;
-    index = pack_shards(src, dst, o);
+    index = pack_shards(src, dst, test::pack_options(96, 0.05));  // several shards from 111 frames
   }
 };
 
@@ -78,7 +74,7 @@ TEST(Pack, KeepsEveryFrameAtItsIndexWithItsNumbers) {
   ASSERT_GE(p.index.shards.size(), 3u);
   EXPECT_EQ(p.index.jpeg_quality, 95);
   EXPECT_GT(p.index.jpeg_error.value("psnr_db", 0.0), 30.0) << p.index.jpeg_error.dump();
-  Dataset src(p.src), shards(p.dst, DatasetOptions{.images_by_row_group = true});
+  Dataset src(p.src), shards(p.dst, test::shard_reading());
   ASSERT_EQ(shards.size(), 111);
   for (int64_t i = 0; i < shards.size(); ++i) {
     Item a = src.get(i), b = shards.get(i);
@@ -102,8 +98,10 @@ TEST(Pack, KeepsEveryFrameAtItsIndexWithItsNumbers) {
   // the source's statistics are kept, so normalisation is the same
   EXPECT_EQ(shards.meta().stats.at("action").at("mean"), src.meta().stats.at("action").at("mean"));
   // delta timestamps read across row groups
-  Dataset chunks(p.dst, DatasetOptions{.delta_timestamps = {{"action", {0, 0.1, 0.9}}}, .images_by_row_group = true});
-  Dataset chunks_src(p.src, DatasetOptions{.delta_timestamps = {{"action", {0, 0.1, 0.9}}}});
+  Dataset chunks(p.dst, test::shard_reading({{"action", {0, 0.1, 0.9}}}));
+  DatasetOptions plain;
+  plain.delta_timestamps = {{"action", {0, 0.1, 0.9}}};
+  Dataset chunks_src(p.src, plain);
   EXPECT_EQ(chunks.get(30).values.at("action").data, chunks_src.get(30).values.at("action").data);
   EXPECT_EQ(chunks.get(30).is_pad.at("action"), chunks_src.get(30).is_pad.at("action"));
 }
@@ -141,8 +139,9 @@ TEST(Pack, CheckPassesThenFindsDamageNamingTheShard) {
 TEST(Pack, RefusesBadOptionsAndAnExistingDestination) {
   TempDir dir;
   test::write_stripes_dataset(dir.path() + "/src", {5});
-  auto msg = test::error_of([&] { pack_shards(dir.path() + "/src", dir.path() + "/out", {.jpeg_quality = 101}); },
-                            ErrorKind::kInvalidArgument);
+  PackOptions bad;
+  bad.jpeg_quality = 101;
+  auto msg = test::error_of([&] { pack_shards(dir.path() + "/src", dir.path() + "/out", bad); }, ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("--jpeg_quality=101"), std::string::npos) << msg;
   fs::create_directories(dir.path() + "/out");
   msg = test::error_of([&] { pack_shards(dir.path() + "/src", dir.path() + "/out", {}); }, ErrorKind::kInvalidArgument);
@@ -153,8 +152,8 @@ TEST(Pack, RefusesBadOptionsAndAnExistingDestination) {
 TEST(Pack, VideoSourceWhereFFmpegExists) {
   if (!io::video_support_available()) GTEST_SKIP() << "skipped: ember built without FFmpeg, video sources cannot be packed here";
   TempDir dir;
-  ShardIndex index = pack_shards(std::string(EMBER_TEST_DATA) + "/lerobot_v3_0", dir.path() + "/shards", {.image_size = 96, .threads = 2});
-  Dataset shards(dir.path() + "/shards", DatasetOptions{.images_by_row_group = true});
+  ShardIndex index = pack_shards(std::string(EMBER_TEST_DATA) + "/lerobot_v3_0", dir.path() + "/shards", test::pack_options(96));
+  Dataset shards(dir.path() + "/shards", test::shard_reading());
   for (int64_t i = 0; i < shards.size(); i += 7) EXPECT_EQ(test::stripe_index(shards.get(i).images.at("observation.images.top").front()), i);
 }
 

@@ -40,7 +40,7 @@ struct Sources {
     src = dir.path() + "/src";
     shards = dir.path() + "/shards";
     test::write_stripes_dataset(src, {23, 40, 17, 31});
-    index = data::pack_shards(src, shards, {.image_size = 32, .shard_mb = 0.02, .rows_per_group = 8, .threads = 2});
+    index = data::pack_shards(src, shards, test::pack_options(32, 0.02));
   }
 };
 
@@ -95,7 +95,9 @@ TEST(TrainShards, OverHttpTrainsTheSameLosses) {
   if (!io::http_support_available()) GTEST_SKIP() << "skipped: ember built without libcurl (libcurl4-openssl-dev)";
   if (!test::NginxServer::available()) GTEST_SKIP() << "skipped: nginx not installed (apt-get install nginx-light)";
   Sources s;
-  test::NginxServer server(s.dir.path() + "/nginx", {.root = s.shards});
+  test::NginxServer::Options serve;
+  serve.root = s.shards;
+  test::NginxServer server(s.dir.path() + "/nginx", serve);
   ASSERT_FALSE(server.url().empty());
   auto local = train(config(s.shards, s.dir.path() + "/a", 6, 2), quiet());
   auto c = config(server.url(), s.dir.path() + "/b", 6, 2);

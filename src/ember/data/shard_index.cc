@@ -38,7 +38,7 @@ nlohmann::json file_json(const ShardFile& f, bool data) {
 }
 
 template <class T>
-T get(const nlohmann::json& j, const char* key, const std::string& what) {
+T field(const nlohmann::json& j, const char* key, const std::string& what) {
   if (!j.is_object() || !j.contains(key)) fail_corrupt(what + ": field '" + key + "' is missing");
   try {
     return j.at(key).get<T>();
@@ -49,16 +49,16 @@ T get(const nlohmann::json& j, const char* key, const std::string& what) {
 
 ShardFile file_from_json(const nlohmann::json& j, bool data, const std::string& what) {
   ShardFile f;
-  f.path = get<std::string>(j, "path", what);
+  f.path = field<std::string>(j, "path", what);
   if (f.path.empty() || f.path.front() == '/' || f.path.find("..") != std::string::npos)
     fail_corrupt(what + ": path '" + f.path + "' must be relative, inside the root");
-  f.bytes = get<uint64_t>(j, "bytes", what);
-  f.crc32 = get<uint32_t>(j, "crc32", what);
+  f.bytes = field<uint64_t>(j, "bytes", what);
+  f.crc32 = field<uint32_t>(j, "crc32", what);
   if (!data) return f;
-  f.first_index = get<int64_t>(j, "first_index", what);
-  f.rows = get<int64_t>(j, "rows", what);
+  f.first_index = field<int64_t>(j, "first_index", what);
+  f.rows = field<int64_t>(j, "rows", what);
   uint64_t at = 0;
-  for (const auto& p : get<nlohmann::json>(j, "pieces", what)) {
+  for (const auto& p : field<nlohmann::json>(j, "pieces", what)) {
     if (!p.is_array() || p.size() != 3 || !p[0].is_number_unsigned() || !p[1].is_number_unsigned() || !p[2].is_number_unsigned())
       fail_corrupt(what + ": a piece must be [offset, bytes, crc32], got " + p.dump());
     ShardPiece piece{p[0].get<uint64_t>(), p[1].get<uint64_t>(), p[2].get<uint32_t>()};
@@ -92,26 +92,26 @@ nlohmann::json ShardIndex::to_json() const {
 }
 
 ShardIndex ShardIndex::from_json(const nlohmann::json& j, const std::string& what) {
-  if (get<std::string>(j, "format", what) != kShardFormat) fail_corrupt(what + ": field 'format' is not \"" + kShardFormat + "\"");
-  const int version = get<int>(j, "version", what);
+  if (field<std::string>(j, "format", what) != kShardFormat) fail_corrupt(what + ": field 'format' is not \"" + kShardFormat + "\"");
+  const int version = field<int>(j, "version", what);
   if (version != kShardVersion)
     fail(ErrorKind::kUnsupported, what + ": shard format version " + std::to_string(version) + ", this ember reads version " +
                                       std::to_string(kShardVersion));
   ShardIndex s;
-  s.image_size = get<int>(j, "image_size", what);
-  s.jpeg_quality = get<int>(j, "jpeg_quality", what);
-  s.rows_per_group = get<int64_t>(j, "rows_per_group", what);
-  s.piece_bytes = get<uint64_t>(j, "piece_bytes", what);
-  s.source = get<std::string>(j, "source", what);
+  s.image_size = field<int>(j, "image_size", what);
+  s.jpeg_quality = field<int>(j, "jpeg_quality", what);
+  s.rows_per_group = field<int64_t>(j, "rows_per_group", what);
+  s.piece_bytes = field<uint64_t>(j, "piece_bytes", what);
+  s.source = field<std::string>(j, "source", what);
   s.jpeg_error = j.value("jpeg_error", nlohmann::json::object());
-  const auto shards = get<nlohmann::json>(j, "shards", what);
+  const auto shards = field<nlohmann::json>(j, "shards", what);
   for (size_t i = 0; i < shards.size(); ++i) {
     s.shards.push_back(file_from_json(shards[i], true, what + ": shards[" + std::to_string(i) + "]"));
     if (i > 0 && s.shards[i].first_index != s.shards[i - 1].first_index + s.shards[i - 1].rows)
       fail_corrupt(what + ": shards[" + std::to_string(i) + "] starts at frame " + std::to_string(s.shards[i].first_index) +
                    ", the shard before ends at " + std::to_string(s.shards[i - 1].first_index + s.shards[i - 1].rows));
   }
-  const auto meta = get<nlohmann::json>(j, "meta", what);
+  const auto meta = field<nlohmann::json>(j, "meta", what);
   for (size_t i = 0; i < meta.size(); ++i) s.meta.push_back(file_from_json(meta[i], false, what + ": meta[" + std::to_string(i) + "]"));
   return s;
 }

@@ -1,6 +1,7 @@
 #include "ember/data/shard_store.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -48,7 +49,8 @@ RemoteShards::RemoteShards(std::string url, RemoteOptions options) : url_(std::m
   if (!r.ok()) fail(ErrorKind::kIO, url_ + "/" + index_rel + ": cannot fetch the shard index (" + r.describe() + ")");
   index_ = ShardIndex::from_json(parse_json(std::string_view(reinterpret_cast<const char*>(r.body.data()), r.body.size()), url_ + "/" + index_rel),
                                  url_ + "/" + index_rel);
-  for (const ShardFile& m : index_.meta) write_whole(root_ + "/" + m.path, fetch_piece(m.path, 0, m.bytes, m.crc32));
+  for (const ShardFile& m : index_.meta)
+    write_whole(root_ + "/" + m.path, m.bytes ? fetch_piece(m.path, 0, m.bytes, m.crc32) : std::vector<uint8_t>{});
   write_whole(root_ + "/" + index_rel, r.body);
   entries_.resize(index_.shards.size());
   for (size_t i = 0; i < index_.shards.size(); ++i) {
@@ -102,7 +104,7 @@ std::vector<uint8_t> RemoteShards::fetch_piece(const std::string& rel, uint64_t 
     stats_.bytes_fetched += bytes;
     return std::move(r.body);
   }
-  fail(ErrorKind::kIO, where + ": bytes " + std::to_string(offset) + ".." + std::to_string(offset + bytes) + ": " + last +
+  fail(ErrorKind::kIO, where + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) + "): " + last +
                            " (after " + std::to_string(std::max(1, options_.retries)) + " attempts)");
 }
 
@@ -154,7 +156,7 @@ void RemoteShards::ensure(int shard, std::unique_lock<std::mutex>& lock) {
     evict(shard);
   } else {
     e.state = State::kFailed;
-    e.error = "shard " + index_.shards[size_t(shard)].path + " of " + url_ + ": " + error;
+    e.error = "shard " + std::to_string(shard) + " of " + std::to_string(index_.shards.size()) + ": " + error;
   }
   cv_.notify_all();
 }
@@ -192,8 +194,12 @@ void RemoteShards::prefetch_loop() {
     int next = -1;
     cv_.wait(lock, [&] {
       if (stop_) return true;
-      for (int s : wanted_)
-        if (entries_[size_t(s)].state == State::kAbsent) return next = s, true;
+      for (int s : wanted_) {
+        if (entries_[size_t(s)].state == State::kAbsent) {
+          next = s;
+          return true;
+        }
+      }
       return false;
     });
     if (stop_) return;
