@@ -16,7 +16,7 @@ note() { echo "[shards_bench] $*" >&2; }
 # the same demonstrations as PNG images and as video (one per task of the easy suite)
 for dtype in image video; do
   note "collecting $dtype dataset"
-  "$ember" sim collect --output_dir "$work/$dtype" --suite easy --episodes_per_task 4 --image_size 224 \
+  "$ember" sim collect --output_dir "$work/$dtype" --suite ember10 --episodes_per_task 1 --image_size 224 \
     --camera_dtype "$dtype" --seed 7 >&2
 done
 note "packing shards"

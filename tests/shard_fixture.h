@@ -28,8 +28,10 @@ inline void write_stripes_dataset(const std::string& root, const std::vector<int
       data::Frame f;
       f.images["observation.images.top"] = draw_stripes(index, h, w);
       f.images["observation.images.wrist"] = draw_stripes(index, h, w);
-      f.values["observation.state"] = {std::sin(0.1 * double(index)), double(k) / lengths[e], double(e), 0.5};
-      f.values["action"] = {std::cos(0.1 * double(index)), double(k) * 0.01, -double(e)};
+      // every dimension varies within an episode (aggregated quantiles of a constant have no range)
+      const double i = double(index);
+      f.values["observation.state"] = {std::sin(0.1 * i), double(k) / lengths[e], double(e) + 0.1 * std::sin(0.3 * i), std::cos(0.37 * i)};
+      f.values["action"] = {std::cos(0.1 * i), double(k) * 0.01, std::sin(0.05 * i) - double(e)};
       writer.add_frame(f);
     }
     writer.save_episode(e % 2 ? "open the drawer" : "pick up the cube");

@@ -69,8 +69,12 @@ TEST(TrainShards, FirstLossesMatchTheSourceUpToJpeg) {
   }
   std::printf("JPEG quality %d at 32x32: %s; worst relative loss difference %.2e\n", s.index.jpeg_quality, s.index.jpeg_error.dump().c_str(),
               worst);
-  EXPECT_LT(worst, 0.02);
-  EXPECT_GT(worst, 0.0) << "the shards' frames are JPEG: some difference is expected";
+  // the first step (the same weights on both) differs by JPEG's pixels only; later steps also
+  // by the updates those made
+  const double first = std::abs(a.losses[0].second - b.losses[0].second) / a.losses[0].second;
+  EXPECT_LT(first, 1e-3);
+  EXPECT_GT(first, 0.0) << "the shards' frames are JPEG: some difference is expected";
+  EXPECT_LT(worst, 0.05);
 }
 
 TEST(TrainShards, ResumeOnShardsContinuesExactly) {
