@@ -82,7 +82,7 @@ int run_check(const std::string& root, bool json, double tolerance, bool decode_
   } else {
     for (const auto& p : r.warnings) print_problem(p, "warning: ");
     for (const auto& p : r.problems) print_problem(p, "");
-    std::printf("%s: %s (%lld episodes, %lld frames, %lld video frames decoded, %lld data files, %lld video files)\n",
+    std::printf("%s: %s (%lld episodes, %lld frames, %lld frames decoded, %lld data files, %lld video files)\n",
                 root.c_str(), r.problems.empty() ? "ok" : (std::to_string(r.problems.size()) + " problems").c_str(),
                 static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
                 static_cast<long long>(r.frames_decoded), static_cast<long long>(r.data_files),

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -134,6 +135,35 @@ TEST(Pack, CheckPassesThenFindsDamageNamingTheShard) {
   check_shards(p.dst, cut);
   ASSERT_EQ(cut.problems.size(), 1u);
   EXPECT_NE(cut.problems[0].message.find("bytes"), std::string::npos) << cut.problems[0].message;
+}
+
+TEST(Pack, MalformedIndexIsNamedByFileAndField) {
+  Packed p;
+  const std::string path = p.dst + "/meta/shards.json";
+  auto rewrite = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json j = p.index.to_json();
+    change(j);
+    std::ofstream(path) << j.dump();
+  };
+  rewrite([](nlohmann::json& j) { j.erase("image_size"); });
+  std::string msg = test::error_of([&] { read_shard_index(p.dst); });
+  EXPECT_NE(msg.find(path + ": field 'image_size' is missing"), std::string::npos) << msg;
+  rewrite([](nlohmann::json& j) { j["shards"][1]["first_index"] = 5; });
+  msg = test::error_of([&] { read_shard_index(p.dst); });
+  EXPECT_NE(msg.find("shards[1] starts at frame 5"), std::string::npos) << msg;
+  rewrite([](nlohmann::json& j) { j["shards"][0]["pieces"][0][1] = 1; });
+  msg = test::error_of([&] { read_shard_index(p.dst); });
+  EXPECT_NE(msg.find("shards[0]"), std::string::npos) << msg;
+  rewrite([](nlohmann::json& j) { j["shards"][0]["path"] = "../../etc/passwd"; });
+  msg = test::error_of([&] { read_shard_index(p.dst); });
+  EXPECT_NE(msg.find("must be relative, inside the root"), std::string::npos) << msg;
+  rewrite([](nlohmann::json& j) { j["version"] = 9; });
+  test::error_of([&] { read_shard_index(p.dst); }, ErrorKind::kUnsupported);
+  // check lists it as a problem instead of stopping
+  CheckReport r;
+  check_shards(p.dst, r);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].file, path);
 }
 
 TEST(Pack, RefusesBadOptionsAndAnExistingDestination) {
