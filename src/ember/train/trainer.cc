@@ -213,6 +213,10 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     save_train_config(config, out_dir / "train_config.json");
   }
   say(run_line(config, shape, ps, sampler.size(), device, bf16, world, workers));
+  if (source.shards && source.shards->image_size != shape.vision.image_size)
+    say("ember train: note: the shards hold " + std::to_string(source.shards->image_size) + " px frames, the policy reads " +
+        std::to_string(shape.vision.image_size) + " px: each frame is resized again (pack with --image_size " +
+        std::to_string(shape.vision.image_size) + " to avoid it)");
   if (config.dist.zero && world > 1) say(optimizer_memory_line(*ps.optimizer, ps.params, world));
 
   LoaderOptions lo = loader_options(config, rank, world, workers, device);
