@@ -19,6 +19,7 @@ packages=(
   libmujoco-dev libmujoco2.2.2 libccd2 liblodepng0 libqhull-r8.0 libtinyxml2-9
   libegl1 libgl1 libglvnd0 libglx0 libopengl0
   libgloo-dev  # headers only, for libtorch's ProcessGroupGloo.hpp (CPU jobs of several ranks)
+  libturbojpeg0-dev libturbojpeg0  # training shards' JPEG frames (libcurl is not bundled: remote shards need the node's)
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

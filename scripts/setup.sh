@@ -32,6 +32,9 @@ packages=(
   iproute2  # `ip netns` for the two-host launcher test (tests/tools/netns_two_hosts.sh)
   ccache  # rebuilds: CMake uses it where present
   libgloo-dev  # headers only: libtorch's ProcessGroupGloo.hpp includes them; ember links no libgloo
+  libturbojpeg0-dev  # training shards' JPEG frames (ember data pack, docs/shards.md)
+  libcurl4-openssl-dev  # remote shards (http://, https://, s3://)
+  nginx-light  # the remote-shard tests serve shards from a real nginx on loopback
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
   missing=()

@@ -10,6 +10,7 @@
 #include "ember/core/thread_pool.h"
 #include "ember/train/loader.h"
 #include "ember/model/processor.h"
+#include "ember/train/train_data.h"
 #include "ember/train/train_setup.h"
 
 namespace ember::bench {
@@ -31,13 +32,18 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
   TrainConfig config;
   config.dataset.root = o.root;
   config.policy.preset = o.preset;
-  data::Metadata meta = data::Dataset(o.root, {}).meta();
+  if (!o.cache_dir.empty()) config.dataset.cache_dir = o.cache_dir;
+  TrainData source = open_train_data(config);
+  const data::Metadata& meta = source.meta;
   auto tokenizer = make_tokenizer(config, meta, std::nullopt);
   auto shape = make_shape(config, tokenizer.vocab_size());
   model::SampleBuilder builder(model::feature_spec(meta, shape), shape, tokenizer);
-  data::Dataset dataset(o.root, builder.dataset_options());
+  data::DatasetOptions dopt = builder.dataset_options();
+  source.configure(dopt);
+  data::Dataset dataset(meta, dopt);
   data::SamplerOptions so;
   so.seed = o.seed;
+  source.configure(so, o.shard_window);
   data::FrameSampler sampler(dataset.meta().episodes, so);
   if (sampler.size() == 0) throw Error(ErrorKind::kInvalidArgument, "dataset " + o.root + ": no frames to read");
 
@@ -51,6 +57,7 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
     lo.pin_memory = o.pin_memory;
     lo.image_shift = o.image_shift;
     lo.seed = o.seed;
+    lo.lookahead = source.lookahead();
     // each measurement reads on from where the previous one stopped: no episode is warm in the
     // cache because an earlier measurement read it
     Loader loader(dataset, sampler, builder, shape, lo, position);
@@ -70,6 +77,7 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
     nlohmann::ordered_json j;
     j["bench"] = "loader";
     j["dataset"] = o.root;
+    j["source"] = source.remote ? "remote shards" : source.shards ? "shards" : "lerobot";
     j["preset"] = o.preset;
     j["attention"] = o.attention;
     j["batch_size"] = o.batch_size;

@@ -11,7 +11,9 @@
 namespace ember::bench {
 
 struct LoaderBenchOptions {
-  std::string root;                 // a LeRobot dataset
+  std::string root;                 // a LeRobot dataset, training shards, or shards' URL
+  int64_t shard_window = 4;         // shards: as --dataset.shard_window
+  std::string cache_dir;            // remote shards: the local cache (empty: the default)
   std::string preset = "small";     // the policy whose shapes the samples take
   std::string attention = "varlen";
   int64_t batch_size = 128;         // samples per step

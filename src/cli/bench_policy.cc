@@ -3,6 +3,7 @@
 // of threads (src/bench/loader_bench.h).
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "bench/jpeg_bench.h"
 #include "bench/loader_bench.h"
 #include "bench/policy_bench.h"
 
@@ -46,7 +47,9 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
 
   auto lo = std::make_shared<bench::LoaderBenchOptions>();
   CLI::App* loader = bench->add_subcommand("loader", "training loader speed (no training): samples/s per number of threads");
-  loader->add_option("ROOT", lo->root, "a LeRobot dataset")->required();
+  loader->add_option("ROOT", lo->root, "a LeRobot dataset, training shards (ember data pack), or their http(s):// or s3:// URL")->required();
+  loader->add_option("--shard_window", lo->shard_window, "shards: shards per shuffle window (as --dataset.shard_window)");
+  loader->add_option("--cache_dir", lo->cache_dir, "remote shards: local cache directory");
   loader->add_option("--preset", lo->preset, "the policy whose shapes the samples take: tiny | small | pi05");
   loader->add_option("--attention", lo->attention, "varlen | padded (the batch layout)");
   loader->add_option("--batch_size", lo->batch_size, "samples per batch");
@@ -58,6 +61,19 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   loader->callback([lo, &action] {
     action = [lo] {
       bench::run_loader_bench(*lo);
+      return 0;
+    };
+  });
+
+  auto jo = std::make_shared<bench::JpegBenchOptions>();
+  CLI::App* jpeg = bench->add_subcommand("jpeg", "JPEG quality against bytes, pixel error and decode time on a dataset's frames");
+  jpeg->add_option("ROOT", jo->root, "a LeRobot dataset")->required();
+  jpeg->add_option("--image_size", jo->image_size, "frames resized to N x N first (default 224)");
+  jpeg->add_option("--qualities", jo->qualities, "JPEG qualities, one line each")->delimiter(',');
+  jpeg->add_option("--frames", jo->frames, "frames spread over the dataset (default 64)");
+  jpeg->callback([jo, &action] {
+    action = [jo] {
+      bench::run_jpeg_bench(*jo);
       return 0;
     };
   });

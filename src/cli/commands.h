@@ -30,6 +30,8 @@ void add_launch_command(CLI::App& app, Action& action);
 void add_rl_command(CLI::App& app, Action& action);  // ember rl (src/cli/rl_commands.cc)
 // `data check` and `data sample`, added to the `data` subcommand.
 void add_dataset_commands(CLI::App& data, Action& action);
+// `data pack`, added to the `data` subcommand (src/cli/shard_commands.cc).
+void add_shard_commands(CLI::App& data, Action& action);
 
 // Prints a LeRobot dataset's summary (`ember data info`); returns the exit status.
 int print_dataset_info(const std::string& root, bool json);

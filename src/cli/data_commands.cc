@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "ember/data/metadata.h"
+#include "ember/data/shard_index.h"
 #include "ember/io/json.h"
 #include "ember/io/parquet/reader.h"
 
@@ -77,6 +78,21 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+void print_shard_summary(const data::ShardIndex& s) {
+  uint64_t bytes = 0;
+  for (const auto& f : s.shards) bytes += f.bytes;
+  std::printf("training shards (meta/shards.json, packed from %s):\n  %zu shards, %s; frames %dx%d JPEG quality %d, %lld rows per row group\n",
+              s.source.c_str(), s.shards.size(), human_bytes(int64_t(bytes)).c_str(), s.image_size, s.image_size, s.jpeg_quality,
+              static_cast<long long>(s.rows_per_group));
+  if (s.jpeg_error.contains("psnr_db"))
+    std::printf("  JPEG error over %lld frames: PSNR %.2f dB, mean abs error %.3f levels, %.0f bytes per frame\n",
+                static_cast<long long>(s.jpeg_error["frames"].get<int64_t>()), s.jpeg_error["psnr_db"].get<double>(),
+                s.jpeg_error["mean_abs_error"].get<double>(), s.jpeg_error["bytes_per_frame"].get<double>());
+  for (const auto& f : s.shards)
+    std::printf("  %s: frames %lld..%lld, %s, crc32 %08x\n", f.path.c_str(), static_cast<long long>(f.first_index),
+                static_cast<long long>(f.first_index + f.rows - 1), human_bytes(int64_t(f.bytes)).c_str(), f.crc32);
+}
+
 }  // namespace
 
 int print_dataset_info(const std::string& root, bool json) {
@@ -101,6 +117,7 @@ int print_dataset_info(const std::string& root, bool json) {
       if (f.is_video() && !f.video.codec.empty()) fj["codec"] = f.video.codec;
       j["features"][f.key] = fj;
     }
+    if (data::is_shard_root(root)) j["shards"] = data::read_shard_index(root).to_json();
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -115,6 +132,7 @@ int print_dataset_info(const std::string& root, bool json) {
   std::printf("features:\n");
   for (const data::Feature& f : i.features)
     if (!f.is_camera()) std::printf("  %s: %s %s\n", f.key.c_str(), f.dtype.c_str(), shape_string(f.shape).c_str());
+  if (data::is_shard_root(root)) print_shard_summary(data::read_shard_index(root));
   return 0;
 }
 
@@ -140,6 +158,7 @@ void add_data_commands(CLI::App& app, Action& action) {
   ic->callback([info, &action] { action = [info] { return print_dataset_info(info->path, info->json); }; });
 
   add_dataset_commands(*data, action);
+  add_shard_commands(*data, action);
 
   CLI::App* pq = data->add_subcommand("parquet", "print a Parquet file's schema, row groups and rows");
   pq->add_option("FILE", args->file, "Parquet file")->required();

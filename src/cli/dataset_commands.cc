@@ -15,6 +15,8 @@
 #include "ember/data/convert.h"
 #include "ember/data/dataset.h"
 #include "ember/data/recompute_stats.h"
+#include "ember/data/shard_check.h"
+#include "ember/data/shard_index.h"
 #include "ember/data/stats.h"
 
 namespace ember::cli {
@@ -61,6 +63,8 @@ int run_check(const std::string& root, bool json, double tolerance, bool decode_
   o.progress = [&](int64_t done, int64_t total) { progress.report("checking files", done, total); };
   o.decode_progress = [&](int64_t done, int64_t total) { progress.report("decoding frames", done, total); };
   data::CheckReport r = data::check_dataset(root, o);
+  if (data::is_shard_root(root))
+    data::check_shards(root, r, [&](int64_t done, int64_t total) { progress.report("checking shards", done, total); });
   if (json) {
     nlohmann::ordered_json j;
     j["path"] = root;
@@ -78,7 +82,7 @@ int run_check(const std::string& root, bool json, double tolerance, bool decode_
   } else {
     for (const auto& p : r.warnings) print_problem(p, "warning: ");
     for (const auto& p : r.problems) print_problem(p, "");
-    std::printf("%s: %s (%lld episodes, %lld frames, %lld video frames decoded, %lld data files, %lld video files)\n",
+    std::printf("%s: %s (%lld episodes, %lld frames, %lld frames decoded, %lld data files, %lld video files)\n",
                 root.c_str(), r.problems.empty() ? "ok" : (std::to_string(r.problems.size()) + " problems").c_str(),
                 static_cast<long long>(r.episodes), static_cast<long long>(r.frames),
                 static_cast<long long>(r.frames_decoded), static_cast<long long>(r.data_files),

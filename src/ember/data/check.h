@@ -19,7 +19,7 @@ struct CheckReport {
   // info.json's, files no episode refers to. They do not fail the check.
   std::vector<Problem> warnings;
   int64_t episodes = 0, data_files = 0, video_files = 0, frames = 0;
-  int64_t frames_decoded = 0;  // video frames decoded and compared with their times
+  int64_t frames_decoded = 0;  // video frames decoded and compared with their times; shards: image cells decoded
 };
 
 struct CheckOptions {

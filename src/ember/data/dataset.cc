@@ -5,6 +5,8 @@
 
 #include "ember/core/error.h"
 #include "ember/data/check.h"
+#include "ember/data/meta_writer.h"
+#include "ember/io/jpeg.h"
 #include "ember/io/parquet/reader.h"
 #include "ember/io/video/video_decoder.h"
 
@@ -14,6 +16,87 @@ struct Dataset::EpisodeRows {
   int64_t episode = 0;
   io::Table table;  // rows of the episode, frame 0 first
 };
+
+struct Dataset::ImageGroup {
+  std::string path;
+  int group = 0;
+  int64_t first_row = 0;  // of the group, within the file
+  io::Table table;        // the group's camera columns
+  size_t bytes = 0;
+};
+
+namespace {
+constexpr size_t kOpenReaders = 64;  // data files kept open (images_by_row_group)
+}  // namespace
+
+std::shared_ptr<const io::parquet::FileReader> Dataset::reader(const std::string& path) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = readers_.begin(); it != readers_.end(); ++it) {
+      if (it->first == path) {
+        readers_.splice(readers_.begin(), readers_, it);
+        return readers_.front().second;
+      }
+    }
+  }
+  std::shared_ptr<const io::parquet::FileReader> r = io::parquet::FileReader::open(options_.localize ? options_.localize(path) : path);
+  std::lock_guard<std::mutex> lock(mu_);
+  readers_.emplace_front(path, r);
+  while (readers_.size() > kOpenReaders) readers_.pop_back();
+  return r;
+}
+
+std::shared_ptr<const Dataset::ImageGroup> Dataset::image_group(const std::string& path, int64_t row) const {
+  auto r = reader(path);
+  int lo = 0, hi = r->num_row_groups();  // the group holding row: last start <= row
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (r->row_group_start(mid) <= row) lo = mid;
+    else hi = mid;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = groups_.begin(); it != groups_.end(); ++it) {
+      if ((*it)->group == lo && (*it)->path == path) {
+        groups_.splice(groups_.begin(), groups_, it);
+        return groups_.front();
+      }
+    }
+  }
+  auto g = std::make_shared<ImageGroup>();
+  g->path = path;
+  g->group = lo;
+  g->first_row = r->row_group_start(lo);
+  std::vector<std::string> cameras;
+  for (const Feature* c : meta_.info.cameras()) cameras.push_back(c->key);
+  g->table = r->read_row_group(lo, cameras);
+  for (const io::Column& c : g->table.columns) g->bytes += size_t(detail::encoded_bytes(c));
+  std::lock_guard<std::mutex> lock(mu_);
+  groups_.push_front(g);
+  group_bytes_ += g->bytes;
+  while (groups_.size() > 1 && group_bytes_ > options_.image_cache_bytes) {
+    group_bytes_ -= groups_.back()->bytes;
+    groups_.pop_back();
+  }
+  return g;
+}
+
+std::string Dataset::image_cell(const Episode& e, const std::string& key, int64_t q) const {
+  const std::string path = meta_.data_file(e);
+  const int64_t first = meta_.info.is_v3() ? e.from_index - file_start_.at({e.data_chunk, e.data_file}) : 0;
+  const int64_t row = first + (q - e.from_index);
+  auto g = image_group(path, row);
+  const std::string what = path + ": column '" + key + "'";
+  const io::Column* col = g->table.find(key);
+  if (!col) fail_corrupt(what + " (a feature in info.json) is missing");
+  const io::Column* bytes = col->type == io::TypeId::kStruct ? col->find_child("bytes") : nullptr;
+  if (!bytes || bytes->type != io::TypeId::kBinary)
+    fail_corrupt(what + ": an image feature must be struct<bytes: binary, path: string>, got " + io::type_string(*col));
+  const int64_t at = row - g->first_row;
+  if (at < 0 || at >= g->table.num_rows() || !bytes->is_valid(at))
+    fail_corrupt(what + ": no image bytes in row " + std::to_string(row));
+  return std::string(bytes->str(at));
+}
 
 Dataset::Dataset(const std::string& root, DatasetOptions options) : Dataset(load_metadata(root), std::move(options)) {}
 
@@ -64,14 +147,24 @@ std::shared_ptr<const Dataset::EpisodeRows> Dataset::rows(const Episode& e) cons
   }
   // decode outside the lock: other threads keep reading cached episodes meanwhile
   std::string path = meta_.data_file(e);
-  auto reader = io::parquet::FileReader::open(path);
+  std::shared_ptr<const io::parquet::FileReader> reader;
+  std::vector<std::string> columns;  // all, or (images_by_row_group) all but the cameras
+  if (options_.images_by_row_group) {
+    reader = this->reader(path);
+    for (const std::string& c : reader->column_names()) {
+      const Feature* f = meta_.info.find(c);
+      if (!f || !f->is_camera()) columns.push_back(c);
+    }
+  } else {
+    reader = io::parquet::FileReader::open(options_.localize ? options_.localize(path) : path);
+  }
   auto r = std::make_shared<EpisodeRows>();
   r->episode = e.index;
   int64_t first = meta_.info.is_v3() ? e.from_index - file_start_.at({e.data_chunk, e.data_file}) : 0;
   if (first + e.length > reader->num_rows())
     fail_corrupt(path + ": holds " + std::to_string(reader->num_rows()) + " rows, episode " + std::to_string(e.index) +
                  " needs rows " + std::to_string(first) + ".." + std::to_string(first + e.length - 1));
-  r->table = reader->read_rows(first, first + e.length);
+  r->table = reader->read_rows(first, first + e.length, columns);
   if (const io::Column* idx = r->table.find("index"); idx && idx->type == io::TypeId::kInt64 && e.length > 0) {
     if (idx->value<int64_t>(0) != e.from_index)
       fail_corrupt(path + ": episode " + std::to_string(e.index) + " should start at index " + std::to_string(e.from_index) +
@@ -218,9 +311,18 @@ Item Dataset::get(int64_t index) const {
       else item.images[f.key] = job();
       continue;
     }
+    const std::string what = data_path + ": column '" + f.key + "'";
+    if (f.is_image() && options_.images_by_row_group) {
+      if (!options_.decode_images) continue;
+      for (int64_t q : frames) {
+        std::string cell = image_cell(ep, f.key, q);
+        item.images[f.key].push_back(io::decode_image(reinterpret_cast<const uint8_t*>(cell.data()), cell.size(),
+                                                      what + " frame " + std::to_string(q)));
+      }
+      continue;
+    }
     const io::Column* col = t.find(f.key);
     if (!col) fail_corrupt(data_path + ": column '" + f.key + "' (a feature in info.json) is missing");
-    const std::string what = data_path + ": column '" + f.key + "'";
     if (f.is_image()) {
       if (!options_.decode_images) continue;
       const io::Column* bytes = col->type == io::TypeId::kStruct ? col->find_child("bytes") : nullptr;
@@ -230,8 +332,8 @@ Item Dataset::get(int64_t index) const {
         int64_t row = q - ep.from_index;
         if (!bytes->is_valid(row)) fail_corrupt(what + ": no image bytes in row " + std::to_string(row));
         std::string_view png = bytes->str(row);
-        item.images[f.key].push_back(io::decode_png(reinterpret_cast<const uint8_t*>(png.data()), png.size(),
-                                                    what + " row " + std::to_string(row)));
+        item.images[f.key].push_back(io::decode_image(reinterpret_cast<const uint8_t*>(png.data()), png.size(),
+                                                      what + " row " + std::to_string(row)));
       }
       continue;
     }

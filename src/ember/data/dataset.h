@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "ember/data/metadata.h"
 #include "ember/io/column.h"
+#include "ember/io/parquet/reader.h"
 #include "ember/core/thread_pool.h"
 #include "ember/io/png.h"
 #include "ember/io/video/video_cache.h"
@@ -33,6 +35,15 @@ struct DatasetOptions {
   size_t video_decoders = 16; // idle video decoders kept open (LRU)
   int image_width = 0, image_height = 0;  // resize video frames (libswscale); 0, 0: as stored
   size_t threads = 0;         // decode threads for the cameras of one item (0: one per core)
+  // Read camera images one Parquet row group at a time (the frame's group, image columns only)
+  // rather than with the episode's rows, keeping groups in memory up to image_cache_bytes:
+  // for ember's training shards (shard_pack.h), whose episodes are split in small row groups.
+  // Image cells may hold PNG or JPEG bytes either way.
+  bool images_by_row_group = false;
+  size_t image_cache_bytes = size_t(256) << 20;
+  // The local file to open for a data file's path (remote shards: fetched first, blocking);
+  // empty: the path itself. Must be thread-safe.
+  std::function<std::string(const std::string&)> localize;
 };
 
 // A feature's values for one item: [n_offsets, ...shape] when the key has delta_timestamps,
@@ -67,6 +78,11 @@ class Dataset {
 
  private:
   struct EpisodeRows;  // one episode's decoded rows
+  struct ImageGroup;   // one row group's image columns (images_by_row_group)
+  std::shared_ptr<const io::parquet::FileReader> reader(const std::string& path) const;
+  std::shared_ptr<const ImageGroup> image_group(const std::string& path, int64_t row) const;
+  // The encoded image of camera `key` at global frame q of episode e (images_by_row_group).
+  std::string image_cell(const Episode& e, const std::string& key, int64_t q) const;
   std::shared_ptr<const EpisodeRows> rows(const Episode& e) const;
   // Frames of a video camera at the given episode-relative timestamps.
   std::vector<io::Image> video_frames(const Episode& e, const std::string& camera, const std::vector<double>& ts) const;
@@ -85,6 +101,9 @@ class Dataset {
   mutable std::mutex mu_;
   mutable std::list<std::pair<int64_t, std::shared_ptr<const EpisodeRows>>> cache_;  // most recent first
   mutable std::map<std::string, std::vector<double>> frame_times_;  // video path -> frame timestamps
+  mutable std::list<std::pair<std::string, std::shared_ptr<const io::parquet::FileReader>>> readers_;  // most recent first
+  mutable std::list<std::shared_ptr<const ImageGroup>> groups_;  // most recent first
+  mutable size_t group_bytes_ = 0;
   std::unique_ptr<io::VideoCache> videos_;
   std::unique_ptr<ThreadPool> pool_;
   mutable std::once_flag task_note_;  // the note that frames take their episode's task

@@ -109,7 +109,16 @@ void DatasetWriter::Impl::write_data(const io::Table& t, int64_t episode) {
     make_dirs(path);
     data = std::make_unique<io::parquet::FileWriter>(path, wo);
   }
-  data->write_row_group(t);
+  const int64_t step = opt.rows_per_group > 0 ? opt.rows_per_group : std::max<int64_t>(1, t.num_rows());
+  for (int64_t at = 0; at < t.num_rows(); at += step) {
+    if (at == 0 && step >= t.num_rows()) {
+      data->write_row_group(t);
+      continue;
+    }
+    io::Table part;
+    for (const io::Column& c : t.columns) part.columns.push_back(io::slice(c, at, std::min(t.num_rows(), at + step)));
+    data->write_row_group(part);
+  }
   file_bytes += bytes;
   file_frames += t.num_rows();
 }
@@ -166,6 +175,9 @@ DatasetWriter DatasetWriter::create(const std::string& root_in, double fps, std:
   if (!(fps > 0) || !std::isfinite(fps)) fail(ErrorKind::kInvalidArgument, what + ": fps must be positive, got " + std::to_string(fps));
   if (options.chunks_size < 1) fail(ErrorKind::kInvalidArgument, what + ": chunks_size must be positive");
   if (!(options.data_file_size_mb > 0)) fail(ErrorKind::kInvalidArgument, what + ": data_file_size_mb must be positive");
+  if (options.jpeg_quality < 0 || options.jpeg_quality > 100)
+    fail(ErrorKind::kInvalidArgument, what + ": jpeg_quality must be 0 (PNG) or 1..100, got " + std::to_string(options.jpeg_quality));
+  if (options.rows_per_group < 0) fail(ErrorKind::kInvalidArgument, what + ": rows_per_group must be >= 0");
 
   auto impl = std::make_unique<Impl>();
   impl->root = root;
@@ -223,7 +235,7 @@ DatasetWriter DatasetWriter::create(const std::string& root_in, double fps, std:
   fs::remove_all(impl->tmp, ec);  // a leftover of this process id from an earlier crash
   fs::create_directories(impl->tmp + "/meta", ec);
   if (ec) fail(ErrorKind::kIO, impl->tmp + ": cannot create the temporary directory: " + ec.message());
-  impl->buffer = std::make_unique<EpisodeBuffer>(std::move(slots), fps);
+  impl->buffer = std::make_unique<EpisodeBuffer>(std::move(slots), fps, options.jpeg_quality);
   detail::VideoSettings vs;
   vs.tmp_root = impl->tmp;
   vs.v3 = impl->v3();

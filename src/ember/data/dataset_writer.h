@@ -67,6 +67,11 @@ struct WriterOptions {
   int64_t chunks_size = 1000;       // files per chunk directory
   bool overwrite = false;           // replace an existing root at finalize()
   io::parquet::Codec codec = io::parquet::Codec::kSnappy;
+  // Image cells: PNG (0, LeRobot's) or JPEG at this quality (1..100, ember's training shards).
+  int jpeg_quality = 0;
+  // v3.0: an episode's rows go in row groups of at most this many rows (0: one row group per
+  // episode, as LeRobot), so that a reader can fetch one frame's images without the episode's.
+  int64_t rows_per_group = 0;
   StatsOptions stats;
   // How video cameras are encoded: codec (and fallback), pix_fmt, gop, crf, preset, threads.
   // width, height and the frame rate are ignored: they come from each feature and fps.
@@ -100,7 +105,7 @@ class DatasetWriter {
   DatasetWriter& operator=(DatasetWriter&&) noexcept;
   ~DatasetWriter();
 
-  // Buffers one frame of the current episode (images are PNG-encoded here, video frames
+  // Buffers one frame of the current episode (images are PNG- or JPEG-encoded here, video frames
   // encoded). Throws kInvalidArgument naming the feature (missing, unknown, wrong size or
   // type); the frame is then not added and the writer stays usable. A failure to encode a
   // video frame (kIO) makes the writer unusable.

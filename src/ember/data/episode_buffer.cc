@@ -5,6 +5,7 @@
 #include <future>
 
 #include "ember/core/error.h"
+#include "ember/io/jpeg.h"
 #include "ember/io/png.h"
 
 namespace ember::data::detail {
@@ -102,7 +103,10 @@ Slot make_slot(const Feature& f, const std::string& what) {
   return s;
 }
 
-EpisodeBuffer::EpisodeBuffer(std::vector<Slot> slots, double fps) : slots_(std::move(slots)), fps_(fps) { clear(); }
+EpisodeBuffer::EpisodeBuffer(std::vector<Slot> slots, double fps, int jpeg_quality)
+    : slots_(std::move(slots)), fps_(fps), jpeg_quality_(jpeg_quality) {
+  clear();
+}
 
 void EpisodeBuffer::clear() {
   size_ = 0;
@@ -173,7 +177,9 @@ void EpisodeBuffer::add(const Frame& f) {
   std::vector<std::future<std::vector<uint8_t>>> encoding(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].camera() && slots_[i].kind == Kind::kImage)
-      encoding[i] = std::async(std::launch::async, [&im = f.images.at(slots_[i].feature.key)] { return io::encode_png(im); });
+      encoding[i] = std::async(std::launch::async, [&im = f.images.at(slots_[i].feature.key), q = jpeg_quality_] {
+        return q > 0 ? io::encode_jpeg(im, q) : io::encode_png(im);
+      });
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.camera()) {

@@ -34,7 +34,8 @@ Slot make_slot(const Feature& f, const std::string& what);
 
 class EpisodeBuffer {
  public:
-  EpisodeBuffer(std::vector<Slot> slots, double fps);
+  // jpeg_quality: 0 stores images as PNG, 1..100 as JPEG of that quality.
+  EpisodeBuffer(std::vector<Slot> slots, double fps, int jpeg_quality = 0);
 
   const std::vector<Slot>& slots() const { return slots_; }
   int64_t size() const { return size_; }
@@ -57,6 +58,7 @@ class EpisodeBuffer {
  private:
   std::vector<Slot> slots_;
   double fps_;
+  int jpeg_quality_ = 0;
   int64_t size_ = 0;
   std::vector<std::vector<double>> numbers_;         // [slot] (frames x numel)
   std::vector<std::vector<std::string>> blobs_;      // [slot] strings or PNG bytes, per frame (none for video)

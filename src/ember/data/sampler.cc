@@ -82,6 +82,10 @@ FrameSampler::FrameSampler(const std::vector<Episode>& episodes, SamplerOptions 
     for (int64_t f = from; f < to; ++f) eligible_.push_back(f);
   }
   std::sort(eligible_.begin(), eligible_.end());
+  if (options_.shard_window < 0) invalid("shard_window must be >= 0, got " + std::to_string(options_.shard_window));
+  if (!std::is_sorted(options_.shard_starts.begin(), options_.shard_starts.end()) ||
+      (!options_.shard_starts.empty() && !eligible_.empty() && options_.shard_starts.front() > eligible_.front()))
+    invalid("shard_starts must ascend from at most the first frame");
 }
 
 std::vector<int64_t> FrameSampler::order(int64_t epoch) const {
@@ -89,8 +93,31 @@ std::vector<int64_t> FrameSampler::order(int64_t epoch) const {
   std::vector<int64_t> out = eligible_;
   if (!options_.shuffle) return out;
   SplitMix64 rng(mix64(options_.seed) ^ static_cast<uint64_t>(epoch));
-  for (size_t i = out.size(); i > 1; --i) {
-    std::swap(out[i - 1], out[rng.uniform(i)]);
+  auto permute = [&rng](int64_t* first, size_t n) {
+    for (size_t i = n; i > 1; --i) std::swap(first[i - 1], first[rng.uniform(i)]);
+  };
+  if (options_.shard_window <= 0 || options_.shard_starts.empty()) {
+    permute(out.data(), out.size());
+    return out;
+  }
+  // the shards permuted, then each window of them permuted within
+  const std::vector<int64_t>& starts = options_.shard_starts;
+  std::vector<int64_t> shards(starts.size());
+  for (size_t s = 0; s < shards.size(); ++s) shards[s] = int64_t(s);
+  permute(shards.data(), shards.size());
+  auto frames_of = [&](int64_t s) {  // eligible frames of shard s: [begin, end) of eligible_
+    auto begin = std::lower_bound(eligible_.begin(), eligible_.end(), starts[size_t(s)]);
+    auto end = size_t(s) + 1 < starts.size() ? std::lower_bound(begin, eligible_.end(), starts[size_t(s) + 1]) : eligible_.end();
+    return std::make_pair(begin, end);
+  };
+  out.clear();
+  for (size_t w = 0; w < shards.size(); w += size_t(options_.shard_window)) {
+    const size_t from = out.size();
+    for (size_t k = w; k < std::min(shards.size(), w + size_t(options_.shard_window)); ++k) {
+      auto [begin, end] = frames_of(shards[k]);
+      out.insert(out.end(), begin, end);
+    }
+    permute(out.data() + from, out.size() - from);
   }
   return out;
 }

@@ -16,6 +16,13 @@
 //     starting from the eligible frames in ascending order.
 // (std::shuffle and the std distributions are implementation-defined, so they are not used.)
 //
+// Over training shards (shard_starts given, shard_window > 0) the order is shard-aware, as
+// MosaicML Streaming's: the same generator first permutes the shards (Fisher-Yates as above),
+// then, taking the permuted shards shard_window at a time, permutes the eligible frames of each
+// window among themselves (from the window's frames in shard order, ascending within a shard).
+// A window's frames are consumed before the next window's, so a reader holds at most
+// shard_window shards at once and reads each shard in one stretch of the epoch.
+//
 // The loader's position is global: the epoch and how many samples of its global order have
 // been consumed. A step of global batch B takes positions [consumed, consumed + B) of the
 // order; rank r of W takes the positions consumed + r, consumed + r + W, ... within that range
@@ -48,6 +55,10 @@ struct SamplerOptions {
   int64_t drop_n_last_frames = 0;   // per episode
   std::vector<int64_t> episodes;    // Episode::index values to use; empty: all episodes
   bool drop_last_batch = false;     // skip an epoch's final partial batch
+  // training shards: the first global frame of each shard (ascending, the first 0 or below the
+  // first frame), and how many shards a window mixes (0: one permutation of all frames)
+  std::vector<int64_t> shard_starts;
+  int64_t shard_window = 0;
 };
 
 // Where the data loader stands: `consumed` samples of epoch `epoch`'s global order are done.

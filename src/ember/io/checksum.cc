@@ -30,4 +30,6 @@ FileChecksum file_checksum(const std::string& path) {
   return c;
 }
 
+uint32_t crc32_update(uint32_t crc, const uint8_t* data, size_t n) { return uint32_t(crc32_z(crc, data, n)); }
+
 }  // namespace ember::io

@@ -86,6 +86,16 @@ void Loader::produce(data::LoaderPosition position) {
         cv_.wait(lock, [&] { return stop_ || int(queue_.size()) < options_.prefetch; });
         if (stop_) return;
       }
+      if (options_.lookahead) {
+        std::vector<int64_t> coming;  // this rank's frames of the next steps, in reading order
+        data::LoaderPosition at = position;
+        for (int k = 0; k < options_.lookahead_steps; ++k) {
+          auto share = sampler_.next_batch(at, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
+          coming.insert(coming.end(), share.frames.begin(), share.frames.end());
+          at = share.next;
+        }
+        options_.lookahead(coming);
+      }
       auto batch = build(position);
       position = batch.next;
       {

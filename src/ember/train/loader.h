@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,10 @@ struct LoaderOptions {
   // > 0: random image shifts (model::SampleBuilder::RandomShift) seeded by (seed, epoch, frame)
   double image_shift = 0;
   uint64_t seed = 0;
+  // Called by the producer before each step with this rank's frames of the next
+  // lookahead_steps steps (remote shards fetch theirs ahead); may be empty.
+  std::function<void(const std::vector<int64_t>&)> lookahead;
+  int lookahead_steps = 16;
 };
 
 struct TrainBatch {

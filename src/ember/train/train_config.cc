@@ -30,6 +30,9 @@ void visit_fields(Config& c, V&& v) {
   v("dataset.image_size", c.dataset.image_size, Choices{});
   v("dataset.image_transforms.enable", c.dataset.image_transforms_enable, Choices{});
   v("dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, Choices{});
+  v("dataset.shard_window", c.dataset.shard_window, Choices{});
+  v("dataset.cache_dir", c.dataset.cache_dir, Choices{});
+  v("dataset.cache_mb", c.dataset.cache_mb, Choices{});
   v("policy.type", c.policy.type, Choices{"pi05"});
   v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
@@ -431,6 +434,8 @@ void validate(const TrainConfig& c) {
   if (c.dataset.image_size) {
     require(*c.dataset.image_size > 0 && *c.dataset.image_size <= kMaxImageSize, "dataset.image_size", *c.dataset.image_size, "1 to " + std::to_string(kMaxImageSize) + " pixels");
   }
+  require(c.dataset.shard_window >= 0, "dataset.shard_window", c.dataset.shard_window, "shards per shuffle window, >= 0 (0: no windows)");
+  require(c.dataset.cache_mb >= 1, "dataset.cache_mb", c.dataset.cache_mb, "a cache size of at least 1 MiB");
   if (c.dataset.episodes) {
     require(!c.dataset.episodes->empty(), "dataset.episodes", std::string(), "at least one episode index");
     for (int64_t e : *c.dataset.episodes) require(e >= 0, "dataset.episodes", e, "non-negative episode indices");

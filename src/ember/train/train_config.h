@@ -38,6 +38,12 @@ struct DatasetConfig {
   // the edges; seeded by (seed, epoch, frame), so runs and resumes stay reproducible
   bool image_transforms_enable = false;
   double image_transforms_max_shift = 0.06;
+  // training shards (`ember data pack`, docs/shards.md): shards a shuffle window mixes (0: one
+  // permutation of all frames, the order a LeRobot dataset of the same frames trains in), and
+  // for remote roots (http://, https://, s3://) the local cache and its bound
+  int64_t shard_window = 4;
+  std::optional<std::string> cache_dir;
+  int64_t cache_mb = 8192;
 };
 
 struct PolicyConfig {

@@ -22,6 +22,7 @@
 #include "ember/train/profiler.h"
 #include "ember/train/schedule.h"
 #include "ember/train/step_log.h"
+#include "ember/train/train_data.h"
 #include "ember/train/train_setup.h"
 #include "ember/train/train_step.h"
 #include "ember/train/zero_adamw.h"
@@ -138,7 +139,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   const std::optional<fs::path> resume = resume_dir(config);
 
   // data and the policy's processor (the dataset's metadata read once)
-  data::Metadata meta = data::load_metadata(config.dataset.root);
+  TrainData source = open_train_data(config);
+  data::Metadata& meta = source.meta;
   // --policy.path: a LeRobot / openpi directory fixes the shape, the features' rules and the
   // starting weights (statistics come from the dataset, as lerobot-train fine-tunes)
   std::optional<PolicyBundle> imported;
@@ -156,9 +158,12 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   }
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like) : model::feature_spec(meta, shape);
   model::SampleBuilder builder(spec, shape, tokenizer);
-  data::Dataset dataset(std::move(meta), builder.dataset_options());
+  data::DatasetOptions dopt = builder.dataset_options();
+  source.configure(dopt);
+  data::Dataset dataset(std::move(meta), dopt);
   data::SamplerOptions so;
   so.seed = uint64_t(config.seed);
+  source.configure(so, config.dataset.shard_window);
   if (config.dataset.episodes) so.episodes = *config.dataset.episodes;
   data::FrameSampler sampler(dataset.meta().episodes, so);
   if (sampler.size() == 0) throw Error(ErrorKind::kInvalidArgument, "dataset " + config.dataset.root + ": no frames to train on");
@@ -208,9 +213,15 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     save_train_config(config, out_dir / "train_config.json");
   }
   say(run_line(config, shape, ps, sampler.size(), device, bf16, world, workers));
+  if (source.shards && source.shards->image_size != shape.vision.image_size)
+    say("ember train: note: the shards hold " + std::to_string(source.shards->image_size) + " px frames, the policy reads " +
+        std::to_string(shape.vision.image_size) + " px: each frame is resized again (pack with --image_size " +
+        std::to_string(shape.vision.image_size) + " to avoid it)");
   if (config.dist.zero && world > 1) say(optimizer_memory_line(*ps.optimizer, ps.params, world));
 
-  Loader loader(dataset, sampler, builder, shape, loader_options(config, rank, world, workers, device), position);
+  LoaderOptions lo = loader_options(config, rank, world, workers, device);
+  lo.lookahead = source.lookahead();
+  Loader loader(dataset, sampler, builder, shape, lo, position);
   std::unique_ptr<MetricsLogger> metrics;
   if (main_rank) {
     MetricsLogger::Options mo;

@@ -1,0 +1,97 @@
+#include "ember/io/http.h"
+
+#include <curl/curl.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "ember/core/error.h"
+
+namespace ember::io {
+
+namespace {
+
+size_t on_data(char* data, size_t size, size_t n, void* user) {
+  auto* body = static_cast<std::vector<uint8_t>*>(user);
+  body->insert(body->end(), reinterpret_cast<uint8_t*>(data), reinterpret_cast<uint8_t*>(data) + size * n);
+  return size * n;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// s3://bucket/key -> the HTTPS URL (AWS_ENDPOINT_URL/bucket/key, or the bucket's virtual host)
+std::string s3_url(const std::string& url, const std::string& region) {
+  const std::string rest = url.substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket = rest.substr(0, slash), key = slash == std::string::npos ? "" : rest.substr(slash + 1);
+  std::string endpoint = env("AWS_ENDPOINT_URL");
+  if (!endpoint.empty()) return endpoint + "/" + bucket + "/" + key;
+  return "https://" + bucket + ".s3." + region + ".amazonaws.com/" + key;
+}
+
+}  // namespace
+
+std::string HttpResult::describe() const {
+  if (!error.empty()) return error;
+  return "HTTP " + std::to_string(status);
+}
+
+bool http_support_available() { return true; }
+
+bool is_remote_url(const std::string& root) {
+  return root.rfind("http://", 0) == 0 || root.rfind("https://", 0) == 0 || root.rfind("s3://", 0) == 0;
+}
+
+HttpResult http_get(const std::string& url_in, std::optional<std::pair<uint64_t, uint64_t>> range, const HttpOptions& o) {
+  if (!is_remote_url(url_in)) fail(ErrorKind::kInvalidArgument, url_in + ": not an http://, https:// or s3:// URL");
+  static std::once_flag init;
+  std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  HttpResult r;
+  CURL* curl = curl_easy_init();
+  if (!curl) {
+    r.error = "libcurl could not start a transfer";
+    return r;
+  }
+  std::string url = url_in;
+  struct curl_slist* headers = nullptr;
+  std::string userpwd, sigv4;
+  if (url.rfind("s3://", 0) == 0) {
+    std::string region = env("AWS_REGION").empty() ? "us-east-1" : env("AWS_REGION");
+    url = s3_url(url, region);
+    if (!env("AWS_ACCESS_KEY_ID").empty() && !env("AWS_SECRET_ACCESS_KEY").empty()) {
+      userpwd = env("AWS_ACCESS_KEY_ID") + ":" + env("AWS_SECRET_ACCESS_KEY");
+      sigv4 = "aws:amz:" + region + ":s3";
+      curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd.c_str());
+      curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+      if (!env("AWS_SESSION_TOKEN").empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + env("AWS_SESSION_TOKEN")).c_str());
+    }
+  }
+  std::string range_text;
+  if (range) {
+    range_text = std::to_string(range->first) + "-" + std::to_string(range->first + range->second - 1);
+    curl_easy_setopt(curl, CURLOPT_RANGE, range_text.c_str());
+  }
+  char message[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, message);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, long(o.connect_timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, long(o.timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, long(o.low_speed_bytes));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, long(o.low_speed_s));
+  if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  CURLcode code = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  if (code != CURLE_OK) r.error = std::string(curl_easy_strerror(code)) + (message[0] ? std::string(": ") + message : "");
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return r;
+}
+
+}  // namespace ember::io

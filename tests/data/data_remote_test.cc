@@ -1,0 +1,199 @@
+// Remote shards against a real nginx on loopback (tests/nginx_server.h): fetched in ranges into
+// a bounded cache, read back sample for sample, and the faults: corrupt, truncated, 503, the
+// server killed mid-transfer, too slow. Retried, then an error naming the shard; never a wrong
+// sample. Without nginx every test skips, saying so.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "ember/core/error.h"
+#include "ember/data/dataset.h"
+#include "ember/data/shard_pack.h"
+#include "ember/data/shard_store.h"
+#include "ember/io/http.h"
+#include "nginx_server.h"
+#include "shard_fixture.h"
+
+namespace ember::data {
+namespace {
+
+namespace fs = std::filesystem;
+using test::NginxServer;
+using test::TempDir;
+
+#define REQUIRE_NGINX()                                                                                       \
+  if (!io::http_support_available()) GTEST_SKIP() << "skipped: ember built without libcurl (libcurl4-openssl-dev)"; \
+  if (!NginxServer::available()) GTEST_SKIP() << "skipped: nginx not installed (apt-get install nginx-light)"
+
+// Shards of the stripes dataset (4 shards of 50-70 KB), packed once per test.
+struct Served {
+  TempDir dir;
+  std::string shards;
+  ShardIndex index;
+  Served() {
+    test::write_stripes_dataset(dir.path() + "/src", {23, 40, 17, 31});
+    shards = dir.path() + "/shards";
+    index = pack_shards(dir.path() + "/src", shards, test::pack_options(64, 0.05));
+  }
+  // a copy of the shards with shard k changed by `damage`
+  std::string damaged(int k, const std::function<void(const std::string&)>& damage) {
+    std::string copy = dir.path() + "/damaged";
+    fs::remove_all(copy);
+    fs::copy(shards, copy, fs::copy_options::recursive);
+    damage(copy + "/" + index.shards[size_t(k)].path);
+    return copy;
+  }
+};
+
+NginxServer::Options serve(const std::string& root, const std::string& limit_rate = "", const std::string& fail_prefix = "") {
+  NginxServer::Options o;
+  o.root = root;
+  o.limit_rate = limit_rate;
+  o.fail_prefix = fail_prefix;
+  return o;
+}
+
+RemoteOptions quick(const std::string& cache) {
+  RemoteOptions o;
+  o.cache_dir = cache;
+  o.retries = 3;
+  o.backoff_s = 0.05;
+  o.http.low_speed_s = 2;
+  return o;
+}
+
+// Every frame read through the remote store shows its own index and the local shards' numbers.
+void expect_same_samples(RemoteShards& remote, const std::string& local) {
+  DatasetOptions o = test::shard_reading();
+  o.localize = [&](const std::string& p) { return remote.localize(p); };
+  Dataset far(load_metadata(remote.local_root()), o), near(local, test::shard_reading());
+  ASSERT_EQ(far.size(), near.size());
+  for (int64_t i = 0; i < far.size(); ++i) {
+    Item a = far.get(i), b = near.get(i);
+    EXPECT_EQ(test::stripe_index(a.images.at("observation.images.top").front()), i);
+    EXPECT_EQ(a.images.at("observation.images.wrist").front().rgb, b.images.at("observation.images.wrist").front().rgb) << i;
+    EXPECT_EQ(a.values.at("action").data, b.values.at("action").data) << i;
+  }
+}
+
+TEST(RemoteShards, ReadsTheSameSamplesAsLocalShards) {
+  REQUIRE_NGINX();
+  Served s;
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards));
+  ASSERT_FALSE(server.url().empty()) << "nginx did not start (see " << s.dir.path() << "/nginx/logs)";
+  RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
+  expect_same_samples(remote, s.shards);
+  auto st = remote.stats();
+  EXPECT_EQ(st.shards_fetched, int64_t(s.index.shards.size()));
+  EXPECT_EQ(st.retries, 0);
+}
+
+TEST(RemoteShards, CacheStaysWithinItsBoundAndPrefetchRunsAhead) {
+  REQUIRE_NGINX();
+  Served s;
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards));
+  ASSERT_FALSE(server.url().empty());
+  uint64_t largest = 0;
+  for (const auto& f : s.index.shards) largest = std::max(largest, f.bytes);
+  RemoteOptions o = quick(s.dir.path() + "/cache");
+  o.cache_bytes = largest * 2;
+  RemoteShards remote(server.url(), o);
+  expect_same_samples(remote, s.shards);
+  EXPECT_GT(remote.stats().evicted, 0);
+  uint64_t on_disk = 0;
+  for (const auto& e : fs::recursive_directory_iterator(s.dir.path() + "/cache/data"))
+    if (e.is_regular_file()) on_disk += e.file_size();
+  EXPECT_LE(on_disk, o.cache_bytes);
+  // prefetch: the next shards arrive without being asked for
+  const int64_t before = remote.stats().shards_fetched;
+  remote.prefetch({0});
+  for (int i = 0; i < 200 && remote.stats().shards_fetched == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(remote.stats().shards_fetched, before + (fs::exists(s.dir.path() + "/cache/" + s.index.shards[0].path) ? 1 : 0));
+  EXPECT_TRUE(fs::exists(s.dir.path() + "/cache/" + s.index.shards[0].path));
+}
+
+// localize() on shard k must fail, naming it and `reason`, and leave no file in the cache.
+void expect_named_failure(RemoteShards& remote, const Served& s, int k, const std::string& reason) {
+  const std::string path = remote.local_root() + "/" + s.index.shards[size_t(k)].path;
+  std::string msg = test::error_of([&] { remote.localize(path); }, ErrorKind::kIO);
+  EXPECT_NE(msg.find(s.index.shards[size_t(k)].path), std::string::npos) << msg;
+  EXPECT_NE(msg.find(reason), std::string::npos) << msg;
+  EXPECT_NE(msg.find("after 3 attempts"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(path)) << "a damaged shard reached the cache";
+  std::printf("error as reported: %s\n", msg.c_str());
+}
+
+TEST(RemoteShards, CorruptShardIsRetriedThenNamed) {
+  REQUIRE_NGINX();
+  Served s;
+  std::string root = s.damaged(1, [&](const std::string& p) {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(s.index.shards[1].bytes / 3));
+    f.write("\x13\x37", 2);
+  });
+  NginxServer server(s.dir.path() + "/nginx", serve(root));
+  ASSERT_FALSE(server.url().empty());
+  RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
+  expect_named_failure(remote, s, 1, "CRC-32 mismatch");
+  EXPECT_EQ(remote.stats().retries, 2);
+  remote.localize(remote.local_root() + "/" + s.index.shards[0].path);  // the others still read
+}
+
+TEST(RemoteShards, TruncatedShardIsNamed) {
+  REQUIRE_NGINX();
+  Served s;
+  std::string root = s.damaged(2, [&](const std::string& p) { fs::resize_file(p, s.index.shards[2].bytes - 1000); });
+  NginxServer server(s.dir.path() + "/nginx", serve(root));
+  ASSERT_FALSE(server.url().empty());
+  RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
+  expect_named_failure(remote, s, 2, "expected " + std::to_string(s.index.shards[2].bytes));
+}
+
+TEST(RemoteShards, ServerErrorsAreRetriedThenNamed) {
+  REQUIRE_NGINX();
+  Served s;
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "", "/data/"));
+  ASSERT_FALSE(server.url().empty());
+  RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
+  expect_named_failure(remote, s, 0, "HTTP 503");
+}
+
+TEST(RemoteShards, SlowServerIsAbandonedThenNamed) {
+  REQUIRE_NGINX();
+  Served s;
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "2k"));
+  ASSERT_FALSE(server.url().empty());
+  RemoteOptions o = quick(s.dir.path() + "/cache");
+  o.http.low_speed_bytes = 16 << 10;  // below 16 KiB/s for 1 s: abandoned
+  o.http.low_speed_s = 1;
+  RemoteShards remote(server.url(), o);
+  expect_named_failure(remote, s, 0, "Timeout");
+}
+
+TEST(RemoteShards, ServerKilledMidTransferIsRetriedAndRecovers) {
+  REQUIRE_NGINX();
+  Served s;
+  NginxServer server(s.dir.path() + "/nginx", serve(s.shards, "40k"));  // a shard takes > 1 s
+  ASSERT_FALSE(server.url().empty());
+  RemoteOptions o = quick(s.dir.path() + "/cache");
+  o.retries = 6;
+  o.backoff_s = 0.3;
+  RemoteShards remote(server.url(), o);
+  const std::string path = remote.local_root() + "/" + s.index.shards[1].path;
+  auto fetch = std::async(std::launch::async, [&] { return remote.localize(path); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  server.kill_now();  // mid-transfer
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  server.restart();
+  ASSERT_FALSE(server.url().empty());
+  EXPECT_EQ(fetch.get(), path);
+  EXPECT_GE(remote.stats().retries, 1);
+  // and the bytes are the shard's
+  std::ifstream a(path, std::ios::binary), b(s.shards + "/" + s.index.shards[1].path, std::ios::binary);
+  EXPECT_TRUE(std::equal(std::istreambuf_iterator<char>(a), {}, std::istreambuf_iterator<char>(b)));
+}
+
+}  // namespace
+}  // namespace ember::data
