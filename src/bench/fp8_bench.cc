@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "ember/core/error.h"
 #include "ember/model/device.h"
