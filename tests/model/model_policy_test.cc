@@ -341,7 +341,7 @@ TEST(Pi05Policy, Fp8TakesOnlyTheLanguageBackbonesFittingLayersAndLeavesTheWeight
   at::manual_seed(7);
   Pi05Policy plain(shape);
   at::manual_seed(7);
-  Pi05Policy fp8(shape, {.fp8 = true});
+  Pi05Policy fp8(shape, PolicyOptions{.fp8 = true});
   // layer 1 (the last) computes only keys and values; k/v (512 -> 256) do not fit
   EXPECT_EQ(fp8_layer_names(fp8),
             (std::vector<std::string>{"lm.0.q", "lm.0.o", "lm.0.mlp.gate", "lm.0.mlp.up", "lm.0.mlp.down"}));

@@ -25,7 +25,7 @@ PolicyState build_policy_state(const TrainConfig& config, const model::PolicySha
                                const std::shared_ptr<Collectives>& collectives) {
   PolicyState s;
   s.shape = shape;
-  s.policy = model::Pi05Policy(shape, {.fp8 = config.policy.fp8});
+  s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8});
   if (config.policy.fp8) check_fp8(s.policy, shape, device);
   s.policy->to(device);
   if (config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
