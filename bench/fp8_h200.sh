@@ -8,8 +8,9 @@
 #
 # Environment: RUNS="libero:16 community:16 libero:32" (stream:batch, in order), DEADLINE_S=560
 # (seconds since the start after which no new run begins), STEPS=8, WARMUP=2.
-# Device-time cost (nvidia-h200, 2026-12-01): about 4 min of build on a fresh machine, 30 s of
-# tests and layer timings, then about 2 min per stream:batch (two pi05 models built and run).
+# Device-time cost: the default took 288 s of command on a fresh nvidia-h200 (2026-12-01:
+# build, tests, layer timings and the three stream:batch pairs, each pair two pi05 models built
+# and run), 480 s of the lease with the machine's start.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-/tmp/ember-out}"

@@ -65,7 +65,9 @@ TEST(Fp8Cuda, LinearForwardAndGradientsMatchTheCpuEmulation) {
   EXPECT_EQ(dw.scalar_type(), at::kFloat);
   EXPECT_LT(rel(y, ye), 5e-3);    // bf16 outputs: their rounding
   EXPECT_LT(rel(dx, dxe), 5e-3);
-  EXPECT_LT(rel(dw, dwe), 1e-4);  // float32 output: only the order of the sums differs
+  // float32 output: the sums' order and Hopper's FP8 MMA accumulator (fewer bits than float32
+  // between cuBLASLt's promotions) differ; 1.26e-4 was seen (H200, 2026-12-01)
+  EXPECT_LT(rel(dw, dwe), 1e-3);
   auto xf = x.to(at::kFloat), dyf = dy.to(at::kFloat);
   EXPECT_LT(rel(y, at::mm(xf, w.t())), 0.06);
   EXPECT_LT(rel(dw, at::mm(dyf.t(), xf)), 0.06);

@@ -55,6 +55,7 @@ Fp8Tensor quantize(const at::Tensor& x_in, bool blocks, bool transposed) {
 #ifdef EMBER_CUDA_KERNELS
     c10::cuda::CUDAGuard guard(x_in.device());
     at::Tensor x = kernel_dtype(x_in.scalar_type()) >= 0 ? x_in.contiguous() : x_in.to(at::kFloat).contiguous();
+    if (reinterpret_cast<uintptr_t>(x.data_ptr()) % 16) x = x.clone();  // the kernel reads 16-byte packs
     kernels::fp8_quantize(x.data_ptr(), kernel_dtype(x.scalar_type()), rows, cols, padded, blocks, t.q.data_ptr(),
                           t.scale.data_ptr<float>(), qt, scale_t,
                           c10::cuda::getCurrentCUDAStream(x.device().index()).stream());

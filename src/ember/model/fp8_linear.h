@@ -66,8 +66,10 @@ class Fp8WeightCache {
   const void* data_ = nullptr;
 };
 
-// Whether a linear layer in -> out takes the FP8 path: both sizes multiples of 512, so that every
-// scale tensor's rows are 16-byte aligned as cuBLASLt's block scaling wants.
+// Whether a linear layer in -> out takes the FP8 path: both sizes multiples of 512. The tiles need
+// only multiples of 128 (cuBLASLt took 768 = 6 tiles), but at the sizes below this the measured
+// forward + backward lost to bf16 (H200, 2026-12-01, `ember bench fp8_linear`: pi05's k/v
+// 2048 -> 256 0.55x, the small preset's 768-wide layers 0.34-0.69x; bench/results/fp8_h200_*).
 bool fp8_fits(int64_t in, int64_t out);
 
 // "" where fp8_linear can run on `device` (the CPU always; CUDA: sm_90 and ember's kernels built),
