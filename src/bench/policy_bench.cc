@@ -104,14 +104,26 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size, rng));
 
   std::vector<std::string> lines;
-  std::vector<double> samples_per_s, layout_flops_per_sample;
+  // per run, in order: each backend in bf16 and then (--fp8) with the FP8 language backbone
+  struct Run {
+    model::AttentionBackend backend;
+    bool fp8;
+    double samples_per_s = 0, layout_flops_per_sample = 0;
+  };
+  std::vector<Run> runs;
   for (auto backend : backends) {
+    runs.push_back({backend, false});
+    if (o.fp8) runs.push_back({backend, true});
+  }
+  for (auto& run : runs) {
+    const auto backend = run.backend;
     at::manual_seed(o.seed);
     // the policy, its optimizer and the step are ember train's, on its default settings
     TrainConfig config;
     config.policy.preset = o.preset;
     config.policy.param_dtype = o.param_dtype;
     config.policy.attention = model::attention_backend_name(backend);
+    config.policy.fp8 = run.fp8;
     PolicyState state = build_policy_state(config, shape, device, nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
     LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
@@ -167,8 +179,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
             }
         sync(device);
         if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
-                                                      model::attention_backend_name(backend) + ".json")).string();
+          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" + model::attention_backend_name(backend) +
+                                                      (run.fp8 ? "_fp8" : "") + ".json")).string();
           start_profiler(device.is_cuda(), o.profile_shapes);
         }
         t0 = std::chrono::steady_clock::now();
@@ -201,6 +213,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["device"] = device.is_cuda() ? "cuda" : "cpu";
     j["dtype"] = bf16 || bf16_params ? "bf16" : "fp32";
     j["param_dtype"] = o.param_dtype;
+    j["fp8"] = run.fp8;
+    if (run.fp8) j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
     j["batch_size"] = o.batch_size;
     j["steps"] = o.steps;
     j["parameters"] = model::parameter_count(shape);
@@ -231,21 +245,29 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     lines.push_back(j.dump());
     std::printf("%s\n", lines.back().c_str());
     std::fflush(stdout);
-    samples_per_s.push_back(samples / timed_s);
+    run.samples_per_s = samples / timed_s;
     // the layouts' own FLOPs, without the varlen filler (which only buys fewer matrix shapes)
-    layout_flops_per_sample.push_back((layout_flops - filler_flops) / samples);
+    run.layout_flops_per_sample = (layout_flops - filler_flops) / samples;
   }
-  if (backends.size() == 2) {
+  auto ratio_line = [&](const Run& a, const Run& b, const std::string& of, bool with_flops) {
     nlohmann::ordered_json j;
     j["bench"] = "policy_ratio";
     j["preset"] = o.preset;
     j["stream"] = o.stream;
-    j["ratio_of"] = std::string(o.backends[0]) + "/" + o.backends[1];
-    j["measured_speed_ratio"] = samples_per_s[0] / samples_per_s[1];
-    j["flop_ratio"] = layout_flops_per_sample[1] / layout_flops_per_sample[0];
+    j["ratio_of"] = of;
+    j["measured_speed_ratio"] = a.samples_per_s / b.samples_per_s;
+    if (with_flops) j["flop_ratio"] = b.layout_flops_per_sample / a.layout_flops_per_sample;
     lines.push_back(j.dump());
     std::printf("%s\n", lines.back().c_str());
-  }
+  };
+  // varlen/padded (in bf16, and with FP8 too under --fp8), then fp8/bf16 per backend
+  const size_t per_backend = o.fp8 ? 2 : 1;
+  if (backends.size() == 2)
+    for (size_t k = 0; k < per_backend; ++k)
+      ratio_line(runs[k], runs[per_backend + k], o.backends[0] + "/" + o.backends[1] + (k ? " (fp8)" : ""), true);
+  if (o.fp8)
+    for (size_t i = 0; i < runs.size(); i += 2)
+      ratio_line(runs[i + 1], runs[i], std::string("fp8/bf16 (") + model::attention_backend_name(runs[i].backend) + ")", false);
   return lines;
 }
 

@@ -37,6 +37,9 @@ struct PolicyBenchOptions {
   // cuBLAS's kernel choice for a new size to a 10-step measurement misstates training speed
   // (community stream: up to 2 %). The padded layout has one shape and gets no extra step.
   bool warm_shapes = true;
+  // also run each backend with the language backbone's linear layers in block-wise FP8
+  // (--policy.fp8), on the same batches, and print the fp8/bf16 speed ratio
+  bool fp8 = false;
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py

@@ -1,8 +1,11 @@
 // `ember bench policy`: the policy's training speed per attention backend (see
 // src/bench/policy_bench.h); `ember bench loader`: the training loader's speed per number
-// of threads (src/bench/loader_bench.h).
+// of threads (src/bench/loader_bench.h); `ember bench jpeg`: JPEG against PNG
+// (src/bench/jpeg_bench.h); `ember bench fp8_linear`: each linear layer in bf16 and FP8
+// (src/bench/fp8_bench.h).
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "bench/fp8_bench.h"
 #include "bench/jpeg_bench.h"
 #include "bench/loader_bench.h"
 #include "bench/policy_bench.h"
@@ -28,6 +31,9 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_flag("--warm_shapes,!--no_warm_shapes", o->warm_shapes,
                 "before timing, one untimed step on each timed batch of new tensor sizes (a long run's steady "
                 "state; on by default)");
+  cmd->add_flag("--fp8", o->fp8,
+                "also run each backend with the language backbone's linear layers in block-wise FP8 (as "
+                "--policy.fp8), with the fp8/bf16 ratio");
   cmd->add_flag("--phases", o->phases, "also time copy, forward, backward and optimizer (synchronising between them)");
   cmd->add_option("--profile", o->profile, "DIR: a Chrome trace of the timed steps per backend (PyTorch profiler; slows them)");
   cmd->add_flag("--profile_shapes", o->profile_shapes,
@@ -41,6 +47,20 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
         opts.backends = {*attention};
       }
       bench::run_policy_bench(opts);
+      return 0;
+    };
+  });
+
+  auto fo = std::make_shared<bench::Fp8BenchOptions>();
+  CLI::App* fp8 = bench->add_subcommand("fp8_linear", "each linear layer's forward + backward, bf16 vs block-wise FP8");
+  fp8->add_option("--preset", fo->preset, "tiny | small | pi05");
+  fp8->add_option("--device", fo->device, "auto | cuda | cpu");
+  fp8->add_option("--batch_size", fo->batch_size, "samples per step (sets each layer's token count)");
+  fp8->add_option("--warmup", fo->warmup, "untimed iterations first");
+  fp8->add_option("--repeats", fo->repeats, "timed iterations");
+  fp8->callback([fo, &action] {
+    action = [fo] {
+      bench::run_fp8_bench(*fo);
       return 0;
     };
   });

@@ -333,5 +333,38 @@ TEST(Pi05Policy, PresetParameterCountsMatchTheModules) {
   EXPECT_GT(parameter_count(preset_shape("pi05")), int64_t(3'000'000'000));
 }
 
+TEST(Pi05Policy, Fp8TakesOnlyTheLanguageBackbonesFittingLayersAndLeavesTheWeightsAlone) {
+  // a tiny policy whose language backbone has FP8-sized layers: width 512, heads 2 x 256, mlp 1024
+  auto shape = tiny();
+  shape.lm = {512, 2, 2, 1, 256, 1024};
+  shape.expert = {128, 2, 2, 1, 256, 256};
+  at::manual_seed(7);
+  Pi05Policy plain(shape);
+  at::manual_seed(7);
+  Pi05Policy fp8(shape, PolicyOptions{.fp8 = true});
+  // layer 1 (the last) computes only keys and values; k/v (512 -> 256) do not fit
+  EXPECT_EQ(fp8_layer_names(fp8),
+            (std::vector<std::string>{"lm.0.q", "lm.0.o", "lm.0.mlp.gate", "lm.0.mlp.up", "lm.0.mlp.down"}));
+  EXPECT_TRUE(fp8_layer_names(plain).empty());
+  // the same parameters under the same names: a checkpoint holds no FP8
+  auto a = plain->named_parameters(), b = fp8->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& p : a) EXPECT_TRUE(at::equal(p.value(), b[p.key()])) << p.key();
+  auto samples = make_samples(shape, 3, 2);
+  auto in = collate(ptrs(samples), shape, AttentionBackend::kVarlen);
+  auto noise = at::randn({3, shape.horizon, shape.max_action_dim});
+  auto time = at::rand({3}) * 0.9 + 0.05;
+  auto lp = plain->loss(in, noise, time).loss, lf = fp8->loss(in, noise, time).loss;
+  lp.backward();
+  lf.backward();
+  const double gap = std::abs(lf.item<double>() - lp.item<double>()) / lp.item<double>();
+  EXPECT_LT(gap, 0.02);
+  EXPECT_GT(gap, 0.0);  // FP8 did run
+  auto gp = plain->named_parameters()["lm.0.mlp.up.weight"].grad(), gf = fp8->named_parameters()["lm.0.mlp.up.weight"].grad();
+  EXPECT_LT((gf - gp).norm().item<double>() / gp.norm().item<double>(), 0.15);
+  // a layer FP8 does not touch (the expert) differs only through what FP8 changed upstream
+  EXPECT_TRUE(fp8->named_parameters()["expert.0.q.weight"].grad().isfinite().all().item<bool>());
+}
+
 }  // namespace
 }  // namespace ember::model

@@ -15,6 +15,7 @@
 #include "ember/train/optimizer.h"
 #include "ember/model/processor.h"
 #include "ember/train/predict.h"
+#include "ember/train/train_step.h"
 #include "ember/train/trainer.h"
 #include "test_util.h"
 
@@ -318,6 +319,55 @@ TEST(Train, ImageTransformsTrainReproducibly) {
   auto plain = four_step_losses(dir, "c", [](TrainConfig&) {});
   EXPECT_EQ(a, b);         // the same shifts for the same seed
   EXPECT_NE(a, plain);     // and they change what the model sees
+}
+
+TEST(TrainStep, Fp8WeightsAreRequantisedOncePerStepNotPerMicroBatch) {
+  // a tiny policy whose language backbone has FP8-sized layers (width 512, mlp 1024)
+  auto shape = model::preset_shape("tiny");
+  shape.lm = {512, 2, 2, 1, 256, 1024};
+  shape.expert = {128, 2, 2, 1, 256, 256};
+  shape.horizon = 4;
+  shape.max_action_dim = 8;
+  TrainConfig config;
+  config.policy.fp8 = true;
+  at::manual_seed(1);
+  auto state = build_policy_state(config, shape, at::kCPU, nullptr);
+  TrainStep step(state, at::kCPU, config.optimizer.grad_clip_norm, false, nullptr, 0);
+  std::vector<model::PolicySample> samples(4);
+  for (auto& s : samples) {
+    s.images.push_back(at::rand({3, shape.vision.image_size, shape.vision.image_size}));
+    s.camera_slots.push_back(0);
+    s.prompt = {5, 6, 7, 8, 9};
+    s.actions = at::randn({shape.horizon, 3});
+    s.action_is_pad = at::zeros({shape.horizon}, at::kBool);
+  }
+  TrainBatch batch;  // two micro-batches of two samples
+  for (int m = 0; m < 2; ++m) {
+    std::vector<const model::PolicySample*> half = {&samples[2 * m], &samples[2 * m + 1]};
+    batch.micro.push_back(model::collate(half, shape, model::AttentionBackend::kVarlen));
+    batch.loss_count += batch.micro.back().action_mask.sum().item<double>();
+  }
+  batch.samples = 4;
+  auto* up = state.policy->lm_layers[0]->as<model::TowerLayerImpl>()->mlp->up.get();
+  ASSERT_TRUE(up->fp8);
+  const auto before = up->weight.clone();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isfinite(step.run(batch, 1e-3).loss.item<double>()));
+  EXPECT_EQ(up->fp8->refreshes(), 3);  // once per step, each shared by both micro-batches
+  EXPECT_FALSE(at::equal(before, up->weight));
+  EXPECT_EQ(up->weight.scalar_type(), at::kFloat);  // master weights stay as they were
+}
+
+TEST(TrainBadInput, Fp8WithNoFittingLayerNamesTheFlag) {
+  test::TempDir dir;
+  auto config = tiny_config(dir.path() + "/run", 1);
+  config.policy.fp8 = true;  // the tiny preset's layers are 64-128 wide
+  try {
+    build_policy_state(config, model::preset_shape("tiny"), at::kCPU, nullptr);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--policy.fp8"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(parse_train_flags({"--dataset.root=x", "--output_dir=y", "--policy.fp8=true"}).policy.fp8);
 }
 
 }  // namespace

@@ -13,6 +13,12 @@ DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, double std) {
   if (with_bias) bias = register_parameter("bias", at::zeros({out}));
 }
 
+Dense make_dense(int64_t in, int64_t out, bool bias, const LinearOptions& options) {
+  Dense d(in, out, bias);
+  if (options.fp8 && fp8_fits(in, out)) d->fp8 = std::make_shared<Fp8WeightCache>();
+  return d;
+}
+
 RmsNormImpl::RmsNormImpl(int64_t width, double eps_) : eps(eps_) {
   weight = register_parameter("weight", at::ones({width}));
 }
@@ -49,10 +55,10 @@ AdaNormImpl::Out AdaNormImpl::forward(const at::Tensor& x, const at::Tensor& con
   return {at::addcmul(parts[1], normed, 1 + parts[0]), parts[2]};  // normed * (1 + scale) + shift
 }
 
-GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden) {
-  gate = register_module("gate", Dense(width, hidden, false));
-  up = register_module("up", Dense(width, hidden, false));
-  down = register_module("down", Dense(hidden, width, false));
+GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden, const LinearOptions& linear) {
+  gate = register_module("gate", make_dense(width, hidden, false, linear));
+  up = register_module("up", make_dense(width, hidden, false, linear));
+  down = register_module("down", make_dense(hidden, width, false, linear));
 }
 
 at::Tensor GatedMlpImpl::forward(const at::Tensor& x) const {

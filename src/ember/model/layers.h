@@ -6,16 +6,34 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
+
+#include "ember/model/fp8_linear.h"
+
 namespace ember::model {
 
 // y = x W^T + b. weight (out x in), bias (out) or undefined. Initialised N(0, std^2), bias 0.
+// With fp8 set (make_dense chooses it) the product runs block-wise in FP8 (fp8_linear.h); the
+// parameters stay as they are, so the layer's checkpoint is the same either way.
 class DenseImpl : public torch::nn::Module {
  public:
   DenseImpl(int64_t in, int64_t out, bool bias = true, double std = 0.02);
-  at::Tensor forward(const at::Tensor& x) const { return at::linear(x, weight, bias); }
+  at::Tensor forward(const at::Tensor& x) const {
+    return fp8 ? fp8_linear(x, weight, bias, *fp8) : at::linear(x, weight, bias);
+  }
   at::Tensor weight, bias;
+  std::shared_ptr<Fp8WeightCache> fp8;  // null: at::linear (bf16 under autocast)
 };
 TORCH_MODULE(Dense);
+
+// How the linear layers a factory call makes compute. fp8: block-wise FP8 where the layer's sizes
+// fit (fp8_fits), at::linear elsewhere.
+struct LinearOptions {
+  bool fp8 = false;
+};
+
+// The layer factory of the policy's towers: a Dense as above, on the FP8 path per options.
+Dense make_dense(int64_t in, int64_t out, bool bias, const LinearOptions& options);
 
 // RMSNorm with a learned scale (initialised to 1).
 class RmsNormImpl : public torch::nn::Module {
@@ -58,7 +76,7 @@ TORCH_MODULE(AdaNorm);
 // Gemma's MLP: down(gelu_tanh(gate(x)) * up(x)), no biases.
 class GatedMlpImpl : public torch::nn::Module {
  public:
-  GatedMlpImpl(int64_t width, int64_t hidden);
+  GatedMlpImpl(int64_t width, int64_t hidden, const LinearOptions& linear = {});
   at::Tensor forward(const at::Tensor& x) const;
   Dense gate{nullptr}, up{nullptr}, down{nullptr};
 };

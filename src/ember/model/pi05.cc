@@ -6,15 +6,16 @@
 
 namespace ember::model {
 
-TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool keys_only) : shape(s) {
-  k = register_module("k", Dense(s.width, s.kv_heads * s.head_dim, false));
-  v = register_module("v", Dense(s.width, s.kv_heads * s.head_dim, false));
+TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool keys_only, const LinearOptions& linear)
+    : shape(s) {
+  k = register_module("k", make_dense(s.width, s.kv_heads * s.head_dim, false, linear));
+  v = register_module("v", make_dense(s.width, s.kv_heads * s.head_dim, false, linear));
   if (keys_only) {
     norm1 = register_module("norm1", RmsNorm(s.width));
     return;
   }
-  q = register_module("q", Dense(s.width, s.heads * s.head_dim, false));
-  o = register_module("o", Dense(s.heads * s.head_dim, s.width, false));
+  q = register_module("q", make_dense(s.width, s.heads * s.head_dim, false, linear));
+  o = register_module("o", make_dense(s.heads * s.head_dim, s.width, false, linear));
   if (cond_width > 0) {
     ada1 = register_module("ada1", AdaNorm(s.width, cond_width));
     ada2 = register_module("ada2", AdaNorm(s.width, cond_width));
@@ -22,10 +23,10 @@ TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool key
     norm1 = register_module("norm1", RmsNorm(s.width));
     norm2 = register_module("norm2", RmsNorm(s.width));
   }
-  mlp = register_module("mlp", GatedMlp(s.width, s.mlp));
+  mlp = register_module("mlp", GatedMlp(s.width, s.mlp, linear));
 }
 
-Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s) : shape(s) {
+Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s, const PolicyOptions& options) : shape(s) {
   validate(s);
   vision = register_module("vision", VisionTower(s.vision));
   projector = register_module("projector", Dense(s.vision.width, s.lm.width));
@@ -33,7 +34,7 @@ Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s) : shape(s) {
   lm_layers = register_module("lm", torch::nn::ModuleList());
   expert_layers = register_module("expert", torch::nn::ModuleList());
   for (int l = 0; l < s.lm.layers; ++l) {
-    lm_layers->push_back(TowerLayer(s.lm, 0, /*keys_only=*/l + 1 == s.lm.layers));
+    lm_layers->push_back(TowerLayer(s.lm, 0, /*keys_only=*/l + 1 == s.lm.layers, LinearOptions{.fp8 = options.fp8}));
     expert_layers->push_back(TowerLayer(s.expert, s.expert.width));
   }
   expert_final_norm = register_module("expert_final_norm", AdaNorm(s.expert.width, s.expert.width));
@@ -176,6 +177,13 @@ bool keeps_fp32(const std::string& name) {
   for (const char* part : {"norm", "ada1.", "ada2.", "vision.patch_", "vision.position_embed"})
     if (name.find(part) != std::string::npos) return true;
   return false;
+}
+
+std::vector<std::string> fp8_layer_names(Pi05Policy& policy) {
+  std::vector<std::string> names;
+  for (const auto& m : policy->named_modules("", /*include_self=*/false))
+    if (auto* d = m.value()->as<DenseImpl>(); d && d->fp8) names.push_back(m.key());
+  return names;
 }
 
 void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) {

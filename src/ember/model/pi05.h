@@ -28,7 +28,8 @@ class TowerLayerImpl : public torch::nn::Module {
  public:
   // cond_width 0: plain RMSNorm. keys_only: only norm1, k and v (the language model's last
   // layer, whose prefix output nothing reads).
-  TowerLayerImpl(const TowerShape& shape, int64_t cond_width, bool keys_only = false);
+  // linear: how its projections and MLP compute (the layer factory's options).
+  TowerLayerImpl(const TowerShape& shape, int64_t cond_width, bool keys_only = false, const LinearOptions& linear = {});
   TowerShape shape;
   Dense q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   RmsNorm norm1{nullptr}, norm2{nullptr};
@@ -48,9 +49,18 @@ struct LossOut {
   at::Tensor count;         // scalar: number of counted entries
 };
 
+// How the policy computes (not what it is: checkpoints are the same whatever these say).
+struct PolicyOptions {
+  // every linear layer of the language backbone whose sizes fit (fp8_fits) in block-wise FP8;
+  // the vision tower, attention, norms, embeddings, the action expert and the action/time
+  // projections stay bf16 (the expert's layers, 800 tokens at batch 16, ran 0.38-0.49x of bf16
+  // in FP8: `ember bench fp8_linear`, H200, 2026-12-01)
+  bool fp8 = false;
+};
+
 class Pi05PolicyImpl : public torch::nn::Module {
  public:
-  explicit Pi05PolicyImpl(const PolicyShape& shape);
+  explicit Pi05PolicyImpl(const PolicyShape& shape, const PolicyOptions& options = {});
 
   // Flow-matching loss. noise [n, H, A] and time [n] are drawn (from the current generator)
   // when not given; tests pass them to compare layouts.
@@ -103,6 +113,9 @@ TORCH_MODULE(Pi05Policy);
 // position embeddings. LeRobot's pi05 with dtype=bfloat16 keeps the same ones (its
 // to_bfloat16_for_selected_params).
 bool keeps_fp32(const std::string& name);
+
+// The policy's linear layers on the FP8 path, by name ("lm.0.q", ...).
+std::vector<std::string> fp8_layer_names(Pi05Policy& policy);
 
 // Converts every parameter but those keeps_fp32() names to `dtype` (kBFloat16: LeRobot's
 // dtype=bfloat16; kFloat: all back to float32). Their gradients and AdamW moments follow.

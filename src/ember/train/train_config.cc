@@ -46,6 +46,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.path", c.policy.path, Choices{});
   v("policy.token_budget", c.policy.token_budget, Choices{});
   v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
+  v("policy.fp8", c.policy.fp8, Choices{});
   v("optimizer.lr", c.optimizer.lr, Choices{});
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{});
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{});

@@ -70,6 +70,10 @@ struct PolicyConfig {
   // filler (model::CollateOptions::prefix_multiple): fewer matrix shapes, the same loss and
   // gradients; 0 or 1: none
   int64_t prefix_multiple = 0;
+  // --policy.fp8: the language backbone's linear layers in block-wise FP8 (model/fp8_linear.h:
+  // e4m3, 1x128 activation and 128x128 weight scales), where their sizes fit; a compute format
+  // only (parameters, optimizer state and checkpoints as without it). CUDA: sm_90 only.
+  bool fp8 = false;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

@@ -1,16 +1,32 @@
 #include "ember/train/train_step.h"
 
+#include "ember/core/error.h"
 #include "ember/model/flops.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/zero_adamw.h"
 
 namespace ember::train {
 
+namespace {
+
+// --policy.fp8 on a device or shape where no layer can take it is a user error
+void check_fp8(model::Pi05Policy& policy, const model::PolicyShape& shape, at::Device device) {
+  if (auto why = model::fp8_unsupported_reason(device); !why.empty())
+    throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: " + why);
+  if (model::fp8_layer_names(policy).empty())
+    throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: no linear layer of the language backbone of preset '" +
+                                                 shape.preset + "' has both sizes a multiple of 512 (lm width " +
+                                                 std::to_string(shape.lm.width) + ", mlp " + std::to_string(shape.lm.mlp) + ")");
+}
+
+}  // namespace
+
 PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
                                const std::shared_ptr<Collectives>& collectives) {
   PolicyState s;
   s.shape = shape;
-  s.policy = model::Pi05Policy(shape);
+  s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8});
+  if (config.policy.fp8) check_fp8(s.policy, shape, device);
   s.policy->to(device);
   if (config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
   s.policy->train();
@@ -74,6 +90,7 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
   auto clip = clip_and_scale(state_.param_list, grad_clip_norm_, grad_scale, state_.norm_over_ranks);
   out.grad_norm = clip.norm;
   state_.optimizer->step(lr, clip.multiplier);
+  model::fp8_weights_updated();  // the FP8 layers re-quantise their weights once, at their next use
   if (mark) mark(StepPhase::kOptimizer);
   return out;
 }
