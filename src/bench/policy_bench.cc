@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
 #include "ember/model/flops.h"
+#include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/train/schedule.h"
 #include "ember/train/train_step.h"
@@ -58,6 +60,8 @@ std::vector<model::PolicySample> make_stream(const StreamSpec& s, const model::P
     int tokens = std::min(shape.max_prompt, 1 + 6 + int(std::ceil(1.3 * words)) + 2 * s.state_dim);
     for (int j = 0; j < tokens; ++j) sample.prompt.push_back(uniform(4, shape.vocab - 1));
     int dim = uniform(s.min_action, s.max_action);
+    sample.state = at::randn({s.state_dim});
+    sample.embodiment = dim - s.min_action;  // groot: one embodiment per action width
     sample.actions = at::randn({shape.horizon, dim});
     sample.action_is_pad = at::zeros({shape.horizon}, at::kBool);
   }
@@ -68,11 +72,26 @@ void sync(const at::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
 }
 
+// groot's shapes for the stream: embodiment k has the stream's state width and action width
+// min_action + k
+model::GrootShape groot_bench_shape(const std::string& preset, const StreamSpec& s) {
+  auto g = model::groot_preset_shape(preset);
+  g.embodiments.clear();
+  for (int a = s.min_action; a <= s.max_action; ++a) g.embodiments.push_back({s.state_dim, a});
+  model::validate(g);
+  return g;
+}
+
 }  // namespace
 
 std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
-  auto shape = model::preset_shape(o.preset);
+  if (o.policy_type != "pi05" && o.policy_type != "groot")
+    throw Error(ErrorKind::kInvalidArgument, "--policy.type: expected pi05 or groot, got '" + o.policy_type + "'");
+  const bool is_groot = o.policy_type == "groot";
   auto spec = stream_spec(o.stream);
+  std::optional<model::GrootShape> groot;
+  if (is_groot) groot = groot_bench_shape(o.preset, spec);
+  auto shape = is_groot ? groot->base : model::preset_shape(o.preset);
   if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
   if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
   if (!o.profile.empty()) {
@@ -83,6 +102,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   }
   if (o.profile_shapes && o.profile.empty())
     throw Error(ErrorKind::kInvalidArgument, "--profile_shapes: needs --profile DIR");
+  if (is_groot && o.param_dtype != "fp32")
+    throw Error(ErrorKind::kInvalidArgument, "--param_dtype: groot trains fp32 parameters (bf16 compute under autocast)");
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
   const bool bf16_params = o.param_dtype == "bf16";
@@ -109,10 +130,12 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     at::manual_seed(o.seed);
     // the policy, its optimizer and the step are ember train's, on its default settings
     TrainConfig config;
+    config.policy.type = o.policy_type;
     config.policy.preset = o.preset;
     config.policy.param_dtype = o.param_dtype;
+    config.policy.tune_backbone = o.tune_backbone;
     config.policy.attention = model::attention_backend_name(backend);
-    PolicyState state = build_policy_state(config, shape, device, nullptr);
+    PolicyState state = build_policy_state(config, shape, device, nullptr, groot ? &*groot : nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
     LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                         fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, int64_t(batches.size()))};
@@ -167,7 +190,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
             }
         sync(device);
         if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" +
+          trace = (std::filesystem::path(o.profile) / (o.policy_type + "_" + o.preset + "_" + o.stream + "_" +
                                                       model::attention_backend_name(backend) + ".json")).string();
           start_profiler(device.is_cuda(), o.profile_shapes);
         }
@@ -178,12 +201,16 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       run_step(hosts[i], int(i) >= o.warmup);
       if (int(i) < o.warmup) continue;
       samples += host.samples;
-      real_flops += model::train_flops(model::real_work(host, shape), shape);
+      real_flops += state.module->step_flops(host, /*real=*/true);
       auto layout = model::layout_work(host, shape);
-      const double with_filler = model::train_flops(layout, shape);
+      auto flops_of = [&](const model::StepWork& w) {
+        return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
+                     : model::train_flops(w, shape);
+      };
+      const double with_filler = flops_of(layout);
       layout.filler_tokens = 0;
       layout_flops += with_filler;
-      filler_flops += with_filler - model::train_flops(layout, shape);
+      filler_flops += with_filler - flops_of(layout);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
     // the host's time to queue the timed steps; the step time less this is how far the host had
@@ -195,6 +222,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (!trace.empty()) stop_profiler(trace);
     nlohmann::ordered_json j;
     j["bench"] = "policy";
+    j["policy"] = o.policy_type;
     j["preset"] = o.preset;
     j["attention"] = model::attention_backend_name(backend);
     j["stream"] = o.stream;
@@ -203,7 +231,13 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["param_dtype"] = o.param_dtype;
     j["batch_size"] = o.batch_size;
     j["steps"] = o.steps;
-    j["parameters"] = model::parameter_count(shape);
+    if (groot) {
+      const auto count = model::parameter_count(*groot);
+      j["parameters"] = count.total();
+      j["trained_parameters"] = o.tune_backbone ? count.total() : count.head;
+    } else {
+      j["parameters"] = model::parameter_count(shape);
+    }
     j["samples_per_s"] = samples / timed_s;
     j["tokens_per_s"] = real_tokens / timed_s;
     j["step_time_s"] = timed_s / o.steps;
@@ -238,6 +272,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   if (backends.size() == 2) {
     nlohmann::ordered_json j;
     j["bench"] = "policy_ratio";
+    j["policy"] = o.policy_type;
     j["preset"] = o.preset;
     j["stream"] = o.stream;
     j["ratio_of"] = std::string(o.backends[0]) + "/" + o.backends[1];

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ember/model/flops.h"
+
 namespace ember::model {
 
 TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool keys_only) : shape(s) {
@@ -158,6 +160,10 @@ at::Tensor Pi05PolicyImpl::sample_actions(const PolicyInputs& inputs, std::optio
     x = x + dt * v.to(at::kFloat);
   }
   return x;
+}
+
+double Pi05PolicyImpl::step_flops(const PolicyInputs& in, bool real) const {
+  return train_flops(real ? real_work(in, shape) : layout_work(in, shape), shape);
 }
 
 bool keeps_fp32(const std::string& name) {

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "ember/model/layers.h"
+#include "ember/model/policy.h"
 #include "ember/model/policy_inputs.h"
 #include "ember/model/vision.h"
 
@@ -42,24 +43,20 @@ struct PrefixCache {
   std::vector<at::Tensor> keys, values;
 };
 
-struct LossOut {
-  at::Tensor loss;          // scalar: sum over counted entries / their count
-  at::Tensor loss_sum;      // scalar: sum of squared errors over counted entries
-  at::Tensor count;         // scalar: number of counted entries
-};
-
-class Pi05PolicyImpl : public torch::nn::Module {
+class Pi05PolicyImpl : public PolicyModuleImpl {
  public:
   explicit Pi05PolicyImpl(const PolicyShape& shape);
 
   // Flow-matching loss. noise [n, H, A] and time [n] are drawn (from the current generator)
   // when not given; tests pass them to compare layouts.
   LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
-               std::optional<at::Tensor> time = std::nullopt);
+               std::optional<at::Tensor> time = std::nullopt) override;
 
   // Integrates the flow from noise (drawn when not given) with shape.flow_steps Euler steps,
   // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
-  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt);
+  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
+  double step_flops(const PolicyInputs& in, bool real) const override;
+  std::string type() const override { return "pi05"; }
 
   // Prefix embeddings [Tp, Dlm] (image tokens projected, text embedded and scaled by sqrt(Dlm)).
   at::Tensor embed_prefix(const PolicyInputs& in);

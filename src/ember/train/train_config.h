@@ -41,8 +41,8 @@ struct DatasetConfig {
 };
 
 struct PolicyConfig {
-  std::string type = "pi05";         // registered policy name: pi05
-  std::string preset = "tiny";       // tiny | small | pi05 (model size)
+  std::string type = "pi05";         // pi05 | groot (model/groot.h); saved in policy.json
+  std::string preset = "tiny";       // tiny | small | pi05 (pi05's model size) | n15 (groot's)
   std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
   std::string dtype = "bf16";        // compute on CUDA: bf16 (autocast) | fp32
   // parameters: fp32 (master weights; LeRobot's PI05Config.dtype=float32, its default) | bf16
@@ -64,6 +64,9 @@ struct PolicyConfig {
   // filler (model::CollateOptions::prefix_multiple): fewer matrix shapes, the same loss and
   // gradients; 0 or 1: none
   int64_t prefix_multiple = 0;
+  // groot: train the vision-language backbone too (default: frozen, as GR00T-N1.5 fine-tunes;
+  // its forward then runs without autograd). groot's horizon and num_steps default to 16 and 4.
+  bool tune_backbone = false;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)
