@@ -1,6 +1,7 @@
 #include "bench/policy_bench.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
 
 #include <chrono>
@@ -70,6 +71,24 @@ std::vector<model::PolicySample> make_stream(const StreamSpec& s, const model::P
 
 void sync(const at::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
+}
+
+// Seconds of the frozen backbone's forward alone (inference mode, bf16 autocast as in the step)
+// over the batches from `first` on.
+double frozen_backbone_seconds(PolicyState& state, const std::vector<TrainBatch>& hosts, int first, const at::Device& device,
+                               bool bf16) {
+  auto* policy = dynamic_cast<model::GrootPolicyImpl*>(state.module.get());
+  if (!policy) return 0;
+  c10::InferenceMode inference;
+  Bf16Autocast autocast(bf16, device.type());
+  sync(device);
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = size_t(first); i < hosts.size(); ++i) {
+    auto in = hosts[i].micro[0].to(device);
+    policy->backbone->forward(in, model::make_groot_layout(in, policy->shape));
+  }
+  sync(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // groot's shapes for the stream: embodiment k has the stream's state width and action width
@@ -220,6 +239,9 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last_loss = last_loss_t.item<double>();
     if (!trace.empty()) stop_profiler(trace);
+    // groot with a frozen backbone: what a cache of its features could save at most, the time of
+    // its forward alone on the timed batches
+    const double backbone_s = groot && !o.tune_backbone ? frozen_backbone_seconds(state, hosts, o.warmup, device, bf16) : 0;
     nlohmann::ordered_json j;
     j["bench"] = "policy";
     j["policy"] = o.policy_type;
@@ -257,6 +279,10 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (device.is_cuda())
       j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
     j["final_loss"] = last_loss;
+    if (backbone_s > 0) {
+      j["frozen_backbone_s_per_step"] = backbone_s / o.steps;
+      j["frozen_backbone_share"] = backbone_s / timed_s;  // of the step time: a feature cache's bound
+    }
     if (!trace.empty()) j["profile"] = trace;
     if (o.phases) {
       j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},

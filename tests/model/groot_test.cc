@@ -88,12 +88,14 @@ TEST(GrootShape, PresetsCountTheirParameters) {
   EXPECT_EQ(n15.base.flow_steps, 4);
   auto c = parameter_count(n15);
   std::cout << "n15: " << c.backbone << " backbone + " << c.head << " head parameters\n";
-  // the action head (adapter, DiT, heads) of N1.5 is about 0.6-1.1 B parameters, the backbone
-  // (SigLIP ~0.4 B, 12 Qwen3-1.7B layers + embedding ~1.2 B) about 1.6-2 B
-  EXPECT_GT(c.head, int64_t(5e8));
+  // by parts: the backbone is SigLIP (~0.41 B), 12 layers of Qwen3-1.7B's shape (~50 M each),
+  // its 151936 x 2048 embedding and the projector; the head ~1.07 B (the DiT ~0.55 B, the 4 vl
+  // self-attention blocks ~0.2 B, 32 embodiments' MLPs ~0.3 B)
+  const int64_t lm_layer = 2048 * 16 * 128 * 2 + 2048 * 8 * 128 * 2 + 3 * 2048 * 6144 + 2 * 2048;
+  EXPECT_GT(c.backbone, 12 * lm_layer + int64_t(151936) * 2048 + int64_t(4e8));
+  EXPECT_LT(c.backbone, 12 * lm_layer + int64_t(151936) * 2048 + int64_t(4.4e8));
+  EXPECT_GT(c.head, int64_t(9e8));
   EXPECT_LT(c.head, int64_t(1.2e9));
-  EXPECT_GT(c.backbone, int64_t(1.4e9));
-  EXPECT_LT(c.backbone, int64_t(2.2e9));
   EXPECT_THROW(groot_preset_shape("pi05"), Error);
   auto bad = tiny();
   bad.embodiments.assign(kMaxEmbodiments + 1, {4, 4});
@@ -230,7 +232,7 @@ TEST(GrootPolicy, FrozenBackboneGetsNoGradientAndTheHeadLearns) {
   for (const auto& p : policy->named_parameters())
     if (is_backbone_param(p.key())) EXPECT_FALSE(p.value().grad().defined()) << p.key();
   std::cout << "loss " << first << " -> " << last << "\n";
-  EXPECT_LT(last, 0.5 * first);
+  EXPECT_LT(last, 0.7 * first);
 }
 
 // The FLOP count: the padded layout computes more than the packed one; the frozen backbone's
