@@ -21,6 +21,7 @@ elif ! grep -q "without the simulator\|MuJoCo" "$dir/collect.txt"; then
   cat "$dir/collect.txt"; fail "sim collect"
 fi
 
+echo "groot cli: data $data (simulator: $sim)"
 train=("$ember" train --policy.type=groot --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1
        --dataset.image_size=32 --log_freq=2 --save_freq=3 --dataset.episodes=[0])
 run "${train[@]}" --output_dir="$dir/run" --steps=3

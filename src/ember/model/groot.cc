@@ -21,6 +21,13 @@ at::Tensor i32_cumsum(const std::vector<int64_t>& lens) {
   return at::tensor(cu, at::kInt);
 }
 
+// A small host tensor on `device` without making the host wait for the GPU (a copy from pageable
+// memory would: the host could not queue work ahead of it)
+at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
+  if (host.device() == device || !device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 // LayerNorm without a learned scale and shift, in x's dtype (as LayerNormImpl, autocast excluded)
 at::Tensor plain_layer_norm(const at::Tensor& x, double eps) {
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
@@ -69,11 +76,11 @@ GrootLayout make_groot_layout(const PolicyInputs& in, const GrootShape& shape) {
     l.cu_keys = plan.cu_prefix.narrow(0, 0, in.samples + 1);
     l.max_keys = *std::max_element(l.key_lens.begin(), l.key_lens.end());
     l.step_lens.assign(size_t(in.samples), l.step_len);
-    l.cu_steps = i32_cumsum(l.step_lens).to(device);
+    l.cu_steps = to_device(i32_cumsum(l.step_lens), device);
     return l;
   }
   l.prefix_len = plan.prefix_len;
-  auto valid = plan.valid.narrow(1, 0, l.prefix_len).to(device);  // [n, Lp]
+  auto valid = to_device(plan.valid.narrow(1, 0, l.prefix_len), device);  // [n, Lp] (on the device already after in.to())
   l.key_mask = valid.unsqueeze(1).unsqueeze(1);                   // [n, 1, 1, Lp]
   auto rule = at::ones({l.prefix_len, l.prefix_len}, valid.options()).tril();  // key <= query
   // a padding query attends to its sample's real keys (its output is never read; a fully
@@ -309,10 +316,10 @@ GrootPolicyImpl::Groups GrootPolicyImpl::make_groups(const PolicyInputs& in) con
   std::vector<int64_t> order, inverse(size_t(in.samples));
   for (const auto& [id, rows] : by_id) {
     g.ids.push_back(id);
-    g.rows.push_back(at::tensor(rows, at::kLong).to(device));
+    g.rows.push_back(to_device(at::tensor(rows, at::kLong), device));
     for (int64_t r : rows) inverse[size_t(r)] = int64_t(order.size()), order.push_back(r);
   }
-  g.inverse = at::tensor(inverse, at::kLong).to(device);
+  g.inverse = to_device(at::tensor(inverse, at::kLong), device);
   return g;
 }
 
