@@ -209,7 +209,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
             }
         sync(device);
         if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / (o.policy_type + "_" + o.preset + "_" + o.stream + "_" +
+          trace = (std::filesystem::path(o.profile) / ((is_groot ? "groot_" : "") + o.preset + "_" + o.stream + "_" +
                                                       model::attention_backend_name(backend) + ".json")).string();
           start_profiler(device.is_cuda(), o.profile_shapes);
         }

@@ -43,7 +43,7 @@ struct PolicyBenchOptions {
   bool warm_shapes = true;
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
-  // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
+  // into <profile>/[groot_]<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
   // reads it). The profiler slows the steps it records: the speed figures of such a run are
   // not comparable with unprofiled ones.
   std::string profile;
