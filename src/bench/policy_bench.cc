@@ -1,6 +1,7 @@
 #include "bench/policy_bench.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,6 +19,7 @@
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
 #include "ember/model/flops.h"
+#include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/train/schedule.h"
 #include "ember/train/train_step.h"
@@ -58,6 +61,8 @@ std::vector<model::PolicySample> make_stream(const StreamSpec& s, const model::P
     int tokens = std::min(shape.max_prompt, 1 + 6 + int(std::ceil(1.3 * words)) + 2 * s.state_dim);
     for (int j = 0; j < tokens; ++j) sample.prompt.push_back(uniform(4, shape.vocab - 1));
     int dim = uniform(s.min_action, s.max_action);
+    sample.state = at::randn({s.state_dim});
+    sample.embodiment = dim - s.min_action;  // groot: one embodiment per action width
     sample.actions = at::randn({shape.horizon, dim});
     sample.action_is_pad = at::zeros({shape.horizon}, at::kBool);
   }
@@ -68,11 +73,44 @@ void sync(const at::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
 }
 
+// Seconds of the frozen backbone's forward alone (inference mode, bf16 autocast as in the step)
+// over the batches from `first` on.
+double frozen_backbone_seconds(PolicyState& state, const std::vector<TrainBatch>& hosts, int first, const at::Device& device,
+                               bool bf16) {
+  auto* policy = dynamic_cast<model::GrootPolicyImpl*>(state.module.get());
+  if (!policy) return 0;
+  c10::InferenceMode inference;
+  Bf16Autocast autocast(bf16, device.type());
+  sync(device);
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = size_t(first); i < hosts.size(); ++i) {
+    auto in = hosts[i].micro[0].to(device);
+    policy->backbone->forward(in, model::make_groot_layout(in, policy->shape));
+  }
+  sync(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// groot's shapes for the stream: embodiment k has the stream's state width and action width
+// min_action + k
+model::GrootShape groot_bench_shape(const std::string& preset, const StreamSpec& s) {
+  auto g = model::groot_preset_shape(preset);
+  g.embodiments.clear();
+  for (int a = s.min_action; a <= s.max_action; ++a) g.embodiments.push_back({s.state_dim, a});
+  model::validate(g);
+  return g;
+}
+
 }  // namespace
 
 std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
-  auto shape = model::preset_shape(o.preset);
+  if (o.policy_type != "pi05" && o.policy_type != "groot")
+    throw Error(ErrorKind::kInvalidArgument, "--policy.type: expected pi05 or groot, got '" + o.policy_type + "'");
+  const bool is_groot = o.policy_type == "groot";
   auto spec = stream_spec(o.stream);
+  std::optional<model::GrootShape> groot;
+  if (is_groot) groot = groot_bench_shape(o.preset, spec);
+  auto shape = is_groot ? groot->base : model::preset_shape(o.preset);
   if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
   if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
   if (!o.profile.empty()) {
@@ -83,6 +121,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   }
   if (o.profile_shapes && o.profile.empty())
     throw Error(ErrorKind::kInvalidArgument, "--profile_shapes: needs --profile DIR");
+  if (is_groot && o.param_dtype != "fp32")
+    throw Error(ErrorKind::kInvalidArgument, "--param_dtype: groot trains fp32 parameters (bf16 compute under autocast)");
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
   const bool bf16_params = o.param_dtype == "bf16";
@@ -120,11 +160,13 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     at::manual_seed(o.seed);
     // the policy, its optimizer and the step are ember train's, on its default settings
     TrainConfig config;
+    config.policy.type = o.policy_type;
     config.policy.preset = o.preset;
     config.policy.param_dtype = o.param_dtype;
+    config.policy.tune_backbone = o.tune_backbone;
     config.policy.attention = model::attention_backend_name(backend);
     config.policy.fp8 = run.fp8;
-    PolicyState state = build_policy_state(config, shape, device, nullptr);
+    PolicyState state = build_policy_state(config, shape, device, nullptr, groot ? &*groot : nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
     LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                         fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, int64_t(batches.size()))};
@@ -179,8 +221,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
             }
         sync(device);
         if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / (o.preset + "_" + o.stream + "_" + model::attention_backend_name(backend) +
-                                                      (run.fp8 ? "_fp8" : "") + ".json")).string();
+          trace = (std::filesystem::path(o.profile) / ((is_groot ? "groot_" : "") + o.preset + "_" + o.stream + "_" +
+                                                      model::attention_backend_name(backend) + (run.fp8 ? "_fp8" : "") + ".json")).string();
           start_profiler(device.is_cuda(), o.profile_shapes);
         }
         t0 = std::chrono::steady_clock::now();
@@ -190,12 +232,16 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       run_step(hosts[i], int(i) >= o.warmup);
       if (int(i) < o.warmup) continue;
       samples += host.samples;
-      real_flops += model::train_flops(model::real_work(host, shape), shape);
+      real_flops += state.module->step_flops(host, /*real=*/true);
       auto layout = model::layout_work(host, shape);
-      const double with_filler = model::train_flops(layout, shape);
+      auto flops_of = [&](const model::StepWork& w) {
+        return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
+                     : model::train_flops(w, shape);
+      };
+      const double with_filler = flops_of(layout);
       layout.filler_tokens = 0;
       layout_flops += with_filler;
-      filler_flops += with_filler - model::train_flops(layout, shape);
+      filler_flops += with_filler - flops_of(layout);
       real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
     }
     // the host's time to queue the timed steps; the step time less this is how far the host had
@@ -205,8 +251,12 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last_loss = last_loss_t.item<double>();
     if (!trace.empty()) stop_profiler(trace);
+    // groot with a frozen backbone: what a cache of its features could save at most, the time of
+    // its forward alone on the timed batches
+    const double backbone_s = groot && !o.tune_backbone ? frozen_backbone_seconds(state, hosts, o.warmup, device, bf16) : 0;
     nlohmann::ordered_json j;
     j["bench"] = "policy";
+    j["policy"] = o.policy_type;
     j["preset"] = o.preset;
     j["attention"] = model::attention_backend_name(backend);
     j["stream"] = o.stream;
@@ -217,7 +267,13 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (run.fp8) j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
     j["batch_size"] = o.batch_size;
     j["steps"] = o.steps;
-    j["parameters"] = model::parameter_count(shape);
+    if (groot) {
+      const auto count = model::parameter_count(*groot);
+      j["parameters"] = count.total();
+      j["trained_parameters"] = o.tune_backbone ? count.total() : count.head;
+    } else {
+      j["parameters"] = model::parameter_count(shape);
+    }
     j["samples_per_s"] = samples / timed_s;
     j["tokens_per_s"] = real_tokens / timed_s;
     j["step_time_s"] = timed_s / o.steps;
@@ -237,6 +293,10 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     if (device.is_cuda())
       j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
     j["final_loss"] = last_loss;
+    if (backbone_s > 0) {
+      j["frozen_backbone_s_per_step"] = backbone_s / o.steps;
+      j["frozen_backbone_share"] = backbone_s / timed_s;  // of the step time: a feature cache's bound
+    }
     if (!trace.empty()) j["profile"] = trace;
     if (o.phases) {
       j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
@@ -252,6 +312,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   auto ratio_line = [&](const Run& a, const Run& b, const std::string& of, bool with_flops) {
     nlohmann::ordered_json j;
     j["bench"] = "policy_ratio";
+    j["policy"] = o.policy_type;
     j["preset"] = o.preset;
     j["stream"] = o.stream;
     j["ratio_of"] = of;

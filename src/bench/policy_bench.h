@@ -6,6 +6,8 @@
 //   community  1, 2 or 3 cameras present (uniformly), prompts of 3-60 words, action dims 6-14
 // Prompt tokens per sample: 1 (bos) + 6 (template) + ceil(1.3 x words) + 2 x state values,
 // a Gemma-tokenizer-like count; token ids and images are random (speed does not depend on them).
+// groot: each sample also carries its 8 state values, and each action width of the stream is one
+// embodiment (libero: one; community: 6..14, nine), so a batch mixes embodiments.
 #pragma once
 
 #include <string>
@@ -16,6 +18,8 @@
 namespace ember::bench {
 
 struct PolicyBenchOptions {
+  std::string policy_type = "pi05";  // pi05 | groot (its presets: tiny, small, n15)
+  bool tune_backbone = false;        // groot: train the backbone too (default frozen, as N1.5)
   std::string preset = "pi05";
   std::vector<std::string> backends = {"varlen", "padded"};
   std::string stream = "libero";
@@ -42,7 +46,7 @@ struct PolicyBenchOptions {
   bool fp8 = false;
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
-  // into <profile>/<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
+  // into <profile>/[groot_]<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
   // reads it). The profiler slows the steps it records: the speed figures of such a run are
   // not comparable with unprofiled ones.
   std::string profile;

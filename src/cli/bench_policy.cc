@@ -17,7 +17,9 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<bench::PolicyBenchOptions>();
   auto attention = std::make_shared<std::string>("both");
   CLI::App* cmd = bench->add_subcommand("policy", "training speed of the policy, varlen vs padded attention");
-  cmd->add_option("--preset", o->preset, "tiny | small | pi05");
+  cmd->add_option("--policy.type", o->policy_type, "pi05 | groot");
+  cmd->add_option("--preset", o->preset, "tiny | small | pi05 (pi05) | n15 (groot)");
+  cmd->add_flag("--policy.tune_backbone", o->tune_backbone, "groot: train the backbone too (default frozen)");
   cmd->add_option("--attention", *attention, "varlen | padded | both (side by side, with the ratio)");
   cmd->add_option("--stream", o->stream, "libero | community");
   cmd->add_option("--device", o->device, "auto | cuda | cpu");

@@ -73,7 +73,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
   auto batch = model::collate(ptrs, bundle_.shape, model::AttentionBackend::kVarlen).to(device_);
   at::NoGradGuard no_grad;
   Bf16Autocast bf16(device_.is_cuda());  // FlashAttention's varlen kernel on GPUs
-  auto actions = bundle_.policy->sample_actions(batch).cpu();  // [n, H, A]
+  auto actions = bundle_.module->sample_actions(batch).cpu();  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
   for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(*builder_, actions[i]));
   return chunks;

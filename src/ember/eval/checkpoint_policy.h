@@ -31,7 +31,7 @@ class CheckpointSimPolicy : public sim::Policy {
   CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
                       const std::string& tokenizer_path = "");
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;
-  std::string name() const override { return "pi05/" + bundle_.shape.preset; }
+  std::string name() const override { return bundle_.module->type() + "/" + bundle_.shape.preset; }
 
  private:
   PolicyBundle bundle_;

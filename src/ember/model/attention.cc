@@ -61,12 +61,13 @@ bool use_flash(const at::Tensor& q) {
   return q.is_cuda() && (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf);
 }
 
-// One variable-length call: q [Tq, h, d] against k, v [Tk, kvh, d], segments given by cu_q, cu_k.
-at::Tensor varlen_call(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_q,
-                       const at::Tensor& cu_k, int64_t max_q, int64_t max_k, const std::vector<int64_t>& lens_q,
-                       const std::vector<int64_t>& lens_k) {
+}  // namespace
+
+at::Tensor segment_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_q,
+                             const at::Tensor& cu_k, int64_t max_q, int64_t max_k, const std::vector<int64_t>& lens_q,
+                             const std::vector<int64_t>& lens_k, bool causal) {
   if (use_flash(q)) {
-    auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, /*is_causal=*/false,
+    auto out = at::_flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, causal,
                                             /*return_debug_mask=*/false);
     return std::get<0>(out);
   }
@@ -79,26 +80,28 @@ at::Tensor varlen_call(const at::Tensor& q, const at::Tensor& k, const at::Tenso
     auto qi = q.narrow(0, oq, lens_q[i]).transpose(0, 1).unsqueeze(0);  // [1, h, Lq, d]
     auto ki = repeat_kv(k.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
     auto vi = repeat_kv(v.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
-    outs.push_back(at::scaled_dot_product_attention(qi, ki, vi).squeeze(0).transpose(0, 1));
+    outs.push_back(at::scaled_dot_product_attention(qi, ki, vi, {}, 0.0, causal).squeeze(0).transpose(0, 1));
     oq += lens_q[i];
     ok += lens_k[i];
   }
   return at::cat(outs, 0);
 }
 
+namespace {
+
 JointOut varlen_attention(const AttentionPlan& p, const JointQKV& x) {
   JointOut out;
   if (x.q_prefix.defined()) {
     auto lens = p.prefix_lens;  // the filler's segment last, where there is one
     if (p.prefix_pad > 0) lens.push_back(p.prefix_pad);
-    out.prefix = varlen_call(x.q_prefix, x.k_prefix, x.v_prefix, p.cu_prefix, p.cu_prefix, p.max_prefix,
-                             p.max_prefix, lens, lens);
+    out.prefix = segment_attention(x.q_prefix, x.k_prefix, x.v_prefix, p.cu_prefix, p.cu_prefix, p.max_prefix,
+                             p.max_prefix, lens, lens, false);
   }
   auto k = at::cat({x.k_prefix, x.k_suffix}, 0).index_select(0, p.joint_index);
   auto v = at::cat({x.v_prefix, x.v_suffix}, 0).index_select(0, p.joint_index);
   std::vector<int64_t> joint(p.prefix_lens.size());
   for (size_t i = 0; i < joint.size(); ++i) joint[i] = p.prefix_lens[i] + p.suffix_lens[i];
-  out.suffix = varlen_call(x.q_suffix, k, v, p.cu_suffix, p.cu_joint, p.max_suffix, p.max_joint, p.suffix_lens, joint);
+  out.suffix = segment_attention(x.q_suffix, k, v, p.cu_suffix, p.cu_joint, p.max_suffix, p.max_joint, p.suffix_lens, joint, false);
   return out;
 }
 

@@ -66,6 +66,15 @@ struct JointOut {
 // only the suffix queries are computed. Scale 1/sqrt(head_dim).
 JointOut joint_attention(const AttentionPlan& plan, const JointQKV& qkv);
 
+// Attention within segments of packed rows: the queries of segment i, q[cu_q[i], cu_q[i+1]), attend
+// to its keys k[cu_k[i], cu_k[i+1]) (lens_* are the host copies of the segment lengths, max_* their
+// maxima; rows past the last segment are read by nobody). q [Tq, heads, d], k and v [Tk, kv_heads,
+// d]; returns [Tq, heads, d]. causal: query j of a segment sees its keys 0..j only (equal query and
+// key lengths). On CUDA in bf16/fp16 FlashAttention's varlen kernel, elsewhere a loop over segments.
+at::Tensor segment_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_q,
+                             const at::Tensor& cu_k, int64_t max_q, int64_t max_k, const std::vector<int64_t>& lens_q,
+                             const std::vector<int64_t>& lens_k, bool causal = false);
+
 // Bidirectional attention within each of n images (the vision tower): q, k, v [n, heads, P, d].
 at::Tensor image_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "ember/model/flops.h"
+
 namespace ember::model {
 
 TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool keys_only, const LinearOptions& linear)
@@ -171,6 +173,10 @@ PrefixCache Pi05PolicyImpl::prefix_cache(const PolicyInputs& in) {
   auto x = at::zeros({in.samples, shape.horizon, shape.max_action_dim}, opts);
   velocity(in, embed_prefix(in), x, at::ones({in.samples}, opts), nullptr, &cache);
   return cache;
+}
+
+double Pi05PolicyImpl::step_flops(const PolicyInputs& in, bool real) const {
+  return train_flops(real ? real_work(in, shape) : layout_work(in, shape), shape);
 }
 
 bool keeps_fp32(const std::string& name) {

@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "ember/model/layers.h"
+#include "ember/model/policy.h"
 #include "ember/model/policy_inputs.h"
 #include "ember/model/vision.h"
 
@@ -43,12 +44,6 @@ struct PrefixCache {
   std::vector<at::Tensor> keys, values;
 };
 
-struct LossOut {
-  at::Tensor loss;          // scalar: sum over counted entries / their count
-  at::Tensor loss_sum;      // scalar: sum of squared errors over counted entries
-  at::Tensor count;         // scalar: number of counted entries
-};
-
 // How the policy computes (not what it is: checkpoints are the same whatever these say).
 struct PolicyOptions {
   // every linear layer of the language backbone whose sizes fit (fp8_fits) in block-wise FP8;
@@ -58,18 +53,20 @@ struct PolicyOptions {
   bool fp8 = false;
 };
 
-class Pi05PolicyImpl : public torch::nn::Module {
+class Pi05PolicyImpl : public PolicyModuleImpl {
  public:
   explicit Pi05PolicyImpl(const PolicyShape& shape, const PolicyOptions& options = {});
 
   // Flow-matching loss. noise [n, H, A] and time [n] are drawn (from the current generator)
   // when not given; tests pass them to compare layouts.
   LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
-               std::optional<at::Tensor> time = std::nullopt);
+               std::optional<at::Tensor> time = std::nullopt) override;
 
   // Integrates the flow from noise (drawn when not given) with shape.flow_steps Euler steps,
   // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
-  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt);
+  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
+  double step_flops(const PolicyInputs& in, bool real) const override;
+  std::string type() const override { return "pi05"; }
 
   // The prefix's keys and values per layer, computed once for several velocity_cached() calls
   // (RL's stochastic denoising chain, rl/flow_noise.h). They carry gradients when grad mode is

@@ -27,6 +27,8 @@ void check_sample(const PolicySample& s, size_t i, const PolicyShape& shape) {
     if (slot < 0 || slot >= shape.max_cameras || used[slot]) bad_sample(i, "camera slot " + std::to_string(slot) + " is invalid or repeated");
     used[slot] = true;
   }
+  if (s.embodiment < 0) bad_sample(i, "negative embodiment id");
+  if (s.state.defined() && s.state.dim() > 1) bad_sample(i, "state is not [state_dim]");
   if (s.prompt.empty()) bad_sample(i, "empty prompt");
   if (int(s.prompt.size()) > shape.max_prompt)
     bad_sample(i, "prompt of " + std::to_string(s.prompt.size()) + " tokens, more than max_prompt " + std::to_string(shape.max_prompt));
@@ -77,9 +79,23 @@ void collate_actions(std::span<const PolicySample* const> samples, const PolicyS
   }
 }
 
+// the states, zero-padded to the batch's widest, and the embodiment ids
+void collate_state(std::span<const PolicySample* const> samples, PolicyInputs& in) {
+  int64_t width = 0;
+  for (const auto* s : samples) {
+    in.embodiments.push_back(s->embodiment);
+    if (s->state.defined()) width = std::max(width, s->state.numel());
+  }
+  in.embodiment = i64(in.embodiments);
+  in.state = at::zeros({int64_t(samples.size()), width});
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (samples[i]->state.defined() && samples[i]->state.numel() > 0)
+      in.state[int64_t(i)].narrow(0, 0, samples[i]->state.numel()).copy_(samples[i]->state.reshape({-1}));
+}
+
 void collate_varlen(std::span<const PolicySample* const> samples, const PolicyShape& shape, const CollateOptions& options,
                     PolicyInputs& in) {
-  const int64_t p = shape.vision.tokens(), h = shape.horizon;
+  const int64_t p = shape.vision.out_tokens(), h = shape.horizon;
   std::vector<const at::Tensor*> images;
   std::vector<int64_t> text, gather, prefix_pos, suffix_pos, lens_p, lens_s, joint;
   int64_t n_images = 0, n_text_total = 0;
@@ -147,7 +163,7 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
 
 void collate_padded(std::span<const PolicySample* const> samples, const PolicyShape& shape, const CollateOptions& options,
                     PolicyInputs& in) {
-  const int64_t n = int64_t(samples.size()), p = shape.vision.tokens(), h = shape.horizon;
+  const int64_t n = int64_t(samples.size()), p = shape.vision.out_tokens(), h = shape.horizon;
   const int64_t cams = shape.max_cameras, lt = shape.max_prompt;
   const int64_t lp = cams * p + lt, l = lp + h;
   std::vector<const at::Tensor*> images(size_t(n * cams), nullptr);  // absent cameras: blank
@@ -209,13 +225,14 @@ PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyS
     collate_padded(samples, shape, options, in);
   }
   collate_actions(samples, shape, in);
+  collate_state(samples, in);
   return in;
 }
 
 PolicyInputs PolicyInputs::to(const at::Device& device) const {
   PolicyInputs out = *this;
   for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
-                        &out.actions, &out.action_mask}) {
+                        &out.actions, &out.action_mask, &out.state, &out.embodiment}) {
     if (t->defined()) *t = t->to(device, /*non_blocking=*/true);
   }
   out.plan = plan.to(device);
@@ -225,7 +242,7 @@ PolicyInputs PolicyInputs::to(const at::Device& device) const {
 std::string PolicyInputs::shape_key() const {
   std::string key;
   for (const at::Tensor* t : {&images, &text_ids, &prefix_gather, &prefix_positions, &suffix_positions, &actions,
-                              &action_mask, &plan.cu_prefix, &plan.cu_suffix, &plan.cu_joint, &plan.joint_index,
+                              &action_mask, &state, &plan.cu_prefix, &plan.cu_suffix, &plan.cu_joint, &plan.joint_index,
                               &plan.valid}) {
     if (t->defined())
       for (int64_t d : t->sizes()) key += std::to_string(d) + ",";

@@ -28,6 +28,8 @@ struct PolicySample {
   std::vector<int> prompt;         // token ids (bos first), at most max_prompt of them
   at::Tensor actions;              // [H, action_dim] float32, normalised; may be undefined at inference
   at::Tensor action_is_pad;        // [H] bool (steps past the episode's end); undefined = none
+  at::Tensor state;                // [state_dim] float32, normalised (GR00T's state token); may be undefined
+  int embodiment = 0;              // GR00T: which embodiment's state/action heads read this sample
 
   int64_t prefix_len(const PolicyShape& shape) const {
     return shape.prefix_tokens(int(images.size()), int(prompt.size()));
@@ -43,6 +45,9 @@ struct PolicyInputs {
   at::Tensor suffix_positions;  // [n * H] int64
   at::Tensor actions;           // [n, H, max_action_dim] float32 (zero past each sample's action_dim)
   at::Tensor action_mask;       // [n, H, max_action_dim] float32: 1 where the loss counts
+  at::Tensor state;             // [n, S] float32, S the batch's largest state_dim (zero past each sample's)
+  at::Tensor embodiment;        // [n] int64
+  std::vector<int64_t> embodiments;  // [n] host copy (heads group samples by it)
   AttentionPlan plan;
   // token counts of the real work (both layouts), for throughput and FLOPs
   int64_t real_prefix_tokens = 0, real_images = 0;

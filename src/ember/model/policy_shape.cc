@@ -50,6 +50,8 @@ void validate(const PolicyShape& s) {
           "has a size past ember's bounds (image_size up to 4096, widths up to 65536, heads and layers up to 1024)");
   require(v.image_size % v.patch == 0, "vision.image_size", "must be a multiple of vision.patch");
   require(v.width % v.heads == 0, "vision.width", "must be a multiple of vision.heads");
+  require(v.merge >= 1 && (v.image_size / v.patch) % v.merge == 0, "vision.merge",
+          "must be at least 1 and divide the patch grid (image_size / patch)");
   validate_tower(s.lm, "lm");
   validate_tower(s.expert, "expert");
   require(s.lm.layers == s.expert.layers, "expert.layers", "must equal lm.layers (shared attention)");

@@ -19,7 +19,11 @@ struct VisionShape {
   int layers = 27;
   int heads = 16;
   int mlp = 4304;
-  int tokens() const { return (image_size / patch) * (image_size / patch); }
+  // merge x merge neighbouring patches become one prefix token (a pixel shuffle; 1 for pi0.5,
+  // 2 for GR00T-N1.5's Eagle backbone)
+  int merge = 1;
+  int tokens() const { return (image_size / patch) * (image_size / patch); }  // patches per image
+  int out_tokens() const { return tokens() / (merge * merge); }             // prefix tokens per image
 };
 
 struct TowerShape {
@@ -44,7 +48,7 @@ struct PolicyShape {
   int flow_steps = 10;      // Euler steps of sample_actions
 
   int64_t prefix_tokens(int cameras, int prompt_tokens) const {
-    return int64_t(cameras) * vision.tokens() + prompt_tokens;
+    return int64_t(cameras) * vision.out_tokens() + prompt_tokens;
   }
 };
 

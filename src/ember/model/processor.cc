@@ -193,8 +193,10 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
     s.images.push_back(image);
     s.camera_slots.push_back(int(c));
   }
-  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, normalized_state(item), shape_.max_prompt, spec_.lerobot_state_bins);
+  const std::vector<float> state = normalized_state(item);
+  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, state, shape_.max_prompt, spec_.lerobot_state_bins);
   s.prompt = std::move(prompt.ids);
+  s.state = at::tensor(state, at::kFloat);  // GR00T's state token reads it (pi0.5 only the prompt)
   if (!with_actions) return s;
   auto it = item.values.find(spec_.action_key);
   if (it == item.values.end()) throw Error(ErrorKind::kInvalidArgument, "item " + std::to_string(item.index) + " has no " + spec_.action_key);

@@ -79,11 +79,56 @@ model::PolicyShape shape_from_json(const nlohmann::json& j, const std::string& w
   }
 }
 
+nlohmann::json groot_shape_to_json(const model::GrootShape& g) {
+  auto j = shape_to_json(g.base);
+  j["type"] = "groot";
+  j["vision"]["merge"] = g.base.vision.merge;
+  j.erase("expert");
+  nlohmann::json embodiments = nlohmann::json::array();
+  for (const auto& e : g.embodiments) embodiments.push_back({{"state_dim", e.state_dim}, {"action_dim", e.action_dim}});
+  j["groot"] = {{"backbone_dim", g.backbone_dim}, {"vl_layers", g.vl_layers}, {"vl_heads", g.vl_heads},
+                {"vl_head_dim", g.vl_head_dim}, {"dit_layers", g.dit_layers}, {"dit_heads", g.dit_heads},
+                {"dit_head_dim", g.dit_head_dim}, {"dit_output", g.dit_output}, {"hidden", g.hidden},
+                {"future_tokens", g.future_tokens}, {"max_seq_len", g.max_seq_len},
+                {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"embodiments", embodiments}};
+  return j;
+}
+
+std::string policy_type_of(const nlohmann::json& j) {
+  return j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "pi05";
+}
+
+model::GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& what) {
+  try {
+    auto base = j;
+    base["expert"] = base.at("lm");  // unused by groot; shape_from_json checks it as pi0.5's
+    model::GrootShape g;
+    g.base = shape_from_json(base, what);
+    g.base.vision.merge = j.at("vision").value("merge", 1);
+    const auto& h = j.at("groot");
+    g.backbone_dim = h.at("backbone_dim").get<int>();
+    g.vl_layers = h.at("vl_layers").get<int>(), g.vl_heads = h.at("vl_heads").get<int>(), g.vl_head_dim = h.at("vl_head_dim").get<int>();
+    g.dit_layers = h.at("dit_layers").get<int>(), g.dit_heads = h.at("dit_heads").get<int>(), g.dit_head_dim = h.at("dit_head_dim").get<int>();
+    g.dit_output = h.at("dit_output").get<int>(), g.hidden = h.at("hidden").get<int>();
+    g.future_tokens = h.at("future_tokens").get<int>(), g.max_seq_len = h.at("max_seq_len").get<int>();
+    g.timestep_buckets = h.at("timestep_buckets").get<int>(), g.rope_base = h.at("rope_base").get<double>();
+    g.embodiments.clear();
+    for (const auto& e : h.at("embodiments")) g.embodiments.push_back({e.at("state_dim").get<int>(), e.at("action_dim").get<int>()});
+    model::validate(g);
+    return g;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, what + ": " + e.what());
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCorruption) throw;
+    throw Error(ErrorKind::kCorruption, what + ": " + e.what());
+  }
+}
+
 void write_policy_files(const fs::path& dir, const PolicyBundle& b) {
   model::NamedTensors params;
-  for (const auto& p : b.policy->named_parameters()) params.emplace_back(p.key(), p.value());
-  model::save_tensors((dir / "model.safetensors").string(), params, {{"format", "pt"}, {"ember.policy", "pi05"}});
-  write_text(dir / "policy.json", shape_to_json(b.shape).dump(2) + "\n");
+  for (const auto& p : b.module->named_parameters()) params.emplace_back(p.key(), p.value());
+  model::save_tensors((dir / "model.safetensors").string(), params, {{"format", "pt"}, {"ember.policy", b.module->type()}});
+  write_text(dir / "policy.json", (b.groot ? groot_shape_to_json(*b.groot) : shape_to_json(b.shape)).dump(2) + "\n");
   write_text(dir / "features.json", b.spec.to_json().dump(2) + "\n");
   b.tokenizer->save((dir / "tokenizer.model").string());
   if (b.lerobot_config.is_object()) write_text(dir / "lerobot_config.json", b.lerobot_config.dump(4) + "\n");
@@ -131,6 +176,7 @@ PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std:
   b.shape = imported.shape;
   b.spec = imported.spec;
   b.policy = model::Pi05Policy(b.shape);
+  b.module = b.policy.ptr();
   model::NamedTensors params;
   for (const auto& p : b.policy->named_parameters()) params.emplace_back(p.key(), p.value());
   model::load_into(params, imported.params, (dir / "model.safetensors").string());
@@ -144,6 +190,8 @@ PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std:
 }
 
 void export_lerobot(const PolicyBundle& b, const fs::path& out) {
+  if (!b.policy) throw Error(ErrorKind::kInvalidArgument, "--to lerobot: the checkpoint holds a " + b.module->type() +
+                                                              " policy; only pi05 policies export to LeRobot");
   model::TensorMap params;
   for (const auto& p : b.policy->named_parameters()) params[p.key()] = p.value();
   model::write_lerobot_pi05(out, b.shape, b.spec, params, b.lerobot_unused, b.lerobot_config);
@@ -168,18 +216,32 @@ PolicyBundle load_policy(const fs::path& path, const at::Device& device, const s
   fs::path dir = resolve_checkpoint(path);
   verify_checksums(dir);
   PolicyBundle b;
-  b.shape = shape_from_json(read_json(dir / "policy.json"), (dir / "policy.json").string());
+  const auto policy_json = read_json(dir / "policy.json");
+  const std::string type = policy_type_of(policy_json);
+  if (type == "groot") {
+    b.groot = groot_shape_from_json(policy_json, (dir / "policy.json").string());
+    b.shape = b.groot->base;
+  } else if (type == "pi05") {
+    b.shape = shape_from_json(policy_json, (dir / "policy.json").string());
+  } else {
+    throw Error(ErrorKind::kCorruption, (dir / "policy.json").string() + ": type '" + type + "' (expected pi05 or groot)");
+  }
   b.spec = model::FeatureSpec::from_json(read_json(dir / "features.json"), (dir / "features.json").string());
   b.tokenizer = find_tokenizer(dir, tokenizer_path, false, b.shape.vocab);
   if (fs::exists(dir / "lerobot_config.json")) b.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
   if (fs::exists(dir / "lerobot_unused.safetensors")) b.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
-  b.policy = model::Pi05Policy(b.shape);
+  if (b.groot) {
+    b.module = model::GrootPolicy(*b.groot).ptr();
+  } else {
+    b.policy = model::Pi05Policy(b.shape);
+    b.module = b.policy.ptr();
+  }
   model::NamedTensors params;
-  for (const auto& p : b.policy->named_parameters()) params.emplace_back(p.key(), p.value());
+  for (const auto& p : b.module->named_parameters()) params.emplace_back(p.key(), p.value());
   auto file = (dir / "model.safetensors").string();
   model::load_into(params, model::load_tensors(file), file);
-  b.policy->to(device);
-  b.policy->eval();
+  b.module->to(device);
+  b.module->eval();
   if (fs::exists(dir / "COMPLETE")) {
     auto c = read_json(dir / "COMPLETE");
     if (c.contains("step")) b.step = c["step"].get<int64_t>();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/model/tokenizer.h"
 #include "ember/model/processor.h"
@@ -23,12 +24,19 @@ namespace ember::train {
 
 nlohmann::json shape_to_json(const model::PolicyShape& shape);
 model::PolicyShape shape_from_json(const nlohmann::json& j, const std::string& what);
+// policy.json of a groot policy: {"type": "groot", ...its base as shape_to_json..., "groot": {...}}
+nlohmann::json groot_shape_to_json(const model::GrootShape& shape);
+model::GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& what);
+// policy.json's "type" ("pi05" when absent, as files written before groot)
+std::string policy_type_of(const nlohmann::json& j);
 
 struct PolicyBundle {
   model::PolicyShape shape;
   model::FeatureSpec spec;
   std::unique_ptr<model::Tokenizer> tokenizer;
-  model::Pi05Policy policy{nullptr};
+  model::Pi05Policy policy{nullptr};               // pi05 (else null)
+  std::optional<model::GrootShape> groot;          // groot: its shapes (`shape` is their base)
+  std::shared_ptr<model::PolicyModuleImpl> module; // the policy, whatever its type
   int64_t step = 0;  // the training step of the checkpoint (0 when unknown)
   // from LeRobot (else null / empty): its config.json, and the tensors an export writes back
   // (model::LeRobotImport::kept: those pi0.5 never reads, the original Gemma norm weights)

@@ -122,7 +122,7 @@ Prediction predict_chunk(PolicyBundle& b, const std::string& root, int64_t index
   Bf16Autocast bf16(device.is_cuda());
   std::optional<at::Tensor> x0;
   if (noise.defined()) x0 = noise.to(at::kFloat).unsqueeze(0).to(device);
-  auto actions = b.policy->sample_actions(in, x0);  // [1, H, A]
+  auto actions = b.module->sample_actions(in, x0);  // [1, H, A]
   Prediction p;
   p.task = item.task;
   p.raw = actions[0].to(at::kFloat).cpu().contiguous();

@@ -33,8 +33,8 @@ void visit_fields(Config& c, V&& v) {
   v("dataset.shard_window", c.dataset.shard_window, Choices{});
   v("dataset.cache_dir", c.dataset.cache_dir, Choices{});
   v("dataset.cache_mb", c.dataset.cache_mb, Choices{});
-  v("policy.type", c.policy.type, Choices{"pi05"});
-  v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05"});
+  v("policy.type", c.policy.type, Choices{"pi05", "groot"});
+  v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05", "n15"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
   v("policy.dtype", c.policy.dtype, Choices{"bf16", "fp32"});
   v("policy.param_dtype", c.policy.param_dtype, Choices{"fp32", "bf16"});
@@ -47,6 +47,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.token_budget", c.policy.token_budget, Choices{});
   v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
   v("policy.fp8", c.policy.fp8, Choices{});
+  v("policy.tune_backbone", c.policy.tune_backbone, Choices{});
   v("optimizer.lr", c.optimizer.lr, Choices{});
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{});
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{});
@@ -377,6 +378,15 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args) {
     if (name == "config_path") continue;
     if (!set_from_flag(config, name, value)) unknown_flag(name);
   }
+  // groot's own defaults where the flags (and no config file) set nothing: N1.5's chunk of 16
+  // actions and 4 Euler steps (pi0.5's are the fields' defaults)
+  if (config.policy.type == "groot") {
+    auto given = [&](const char* name) {
+      return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.first == name || f.first == "config_path"; });
+    };
+    if (!given("policy.horizon")) config.policy.horizon = 16;
+    if (!given("policy.num_steps")) config.policy.num_steps = 4;
+  }
   validate(config);
   return config;
 }
@@ -443,6 +453,14 @@ void validate(const TrainConfig& c) {
   }
   require(c.policy.param_dtype != "bf16" || c.policy.dtype == "bf16", "policy.param_dtype", c.policy.param_dtype,
           "fp32 with --policy.dtype=fp32 (bf16 parameters compute in bf16)");
+  if (c.policy.type == "groot") {
+    require(c.policy.preset != "pi05", "policy.preset", c.policy.preset, "tiny, small or n15 with --policy.type=groot");
+    require(!c.policy.path, "policy.path", c.policy.path.value_or(""), "unset with --policy.type=groot (imports are pi0.5 only)");
+    require(c.policy.param_dtype == "fp32", "policy.param_dtype", c.policy.param_dtype, "fp32 with --policy.type=groot");
+  } else {
+    require(c.policy.preset != "n15", "policy.preset", c.policy.preset, "tiny, small or pi05 with --policy.type=pi05 (n15 is groot's)");
+    require(!c.policy.tune_backbone, "policy.tune_backbone", "true", "false with --policy.type=pi05 (pi0.5 trains every weight)");
+  }
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
   require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
   require(c.dist.bucket_mb > 0, "dist.bucket_mb", c.dist.bucket_mb, "a positive number of MiB");

@@ -47,8 +47,8 @@ struct DatasetConfig {
 };
 
 struct PolicyConfig {
-  std::string type = "pi05";         // registered policy name: pi05
-  std::string preset = "tiny";       // tiny | small | pi05 (model size)
+  std::string type = "pi05";         // pi05 | groot (model/groot.h); saved in policy.json
+  std::string preset = "tiny";       // tiny | small | pi05 (pi05's model size) | n15 (groot's)
   std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
   std::string dtype = "bf16";        // compute on CUDA: bf16 (autocast) | fp32
   // parameters: fp32 (master weights; LeRobot's PI05Config.dtype=float32, its default) | bf16
@@ -74,6 +74,9 @@ struct PolicyConfig {
   // e4m3, 1x128 activation and 128x128 weight scales), where their sizes fit; a compute format
   // only (parameters, optimizer state and checkpoints as without it). CUDA: sm_90 only.
   bool fp8 = false;
+  // groot: train the vision-language backbone too (default: frozen, as GR00T-N1.5 fine-tunes;
+  // its forward then runs without autograd). groot's horizon and num_steps default to 16 and 4.
+  bool tune_backbone = false;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

@@ -22,18 +22,30 @@ void check_fp8(model::Pi05Policy& policy, const model::PolicyShape& shape, at::D
 }  // namespace
 
 PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
-                               const std::shared_ptr<Collectives>& collectives) {
+                               const std::shared_ptr<Collectives>& collectives, const model::GrootShape* groot) {
   PolicyState s;
-  s.shape = shape;
-  s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8});
-  if (config.policy.fp8) check_fp8(s.policy, shape, device);
-  s.policy->to(device);
-  if (config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
-  s.policy->train();
-  for (const auto& p : s.policy->named_parameters()) s.params.emplace_back(p.key(), p.value());
+  s.shape = groot ? groot->base : shape;
+  if (groot) {
+    if (config.policy.fp8)
+      throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: only --policy.type=pi05 has FP8 layers (not groot)");
+    s.groot = *groot;
+    s.module = model::GrootPolicy(*groot, config.policy.tune_backbone).ptr();
+  } else {
+    s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8});
+    if (config.policy.fp8) check_fp8(s.policy, shape, device);
+    s.module = s.policy.ptr();
+  }
+  s.module->to(device);
+  if (s.policy && config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
+  s.module->train();
+  model::NamedTensors trained;
+  for (const auto& p : s.module->named_parameters()) {
+    s.params.emplace_back(p.key(), p.value());
+    if (p.value().requires_grad()) trained.emplace_back(p.key(), p.value());
+  }
   const auto& o = config.optimizer;
-  s.optimizer = make_optimizer(s.params, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, config.dist.zero, collectives);
-  for (const auto& [n, p] : s.params) s.param_list.push_back(p);
+  s.optimizer = make_optimizer(trained, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, config.dist.zero, collectives);
+  for (const auto& [n, p] : trained) s.param_list.push_back(p);
   // gradient buckets all-reduce while the backward pass still runs (see Collectives)
   if (collectives) collectives->attach_gradients(s.param_list);
   // ZeRO-1: each gradient is summed onto the rank that updates its parameter only (the
@@ -49,7 +61,7 @@ TrainStep::TrainStep(PolicyState& state, at::Device device, double grad_clip_nor
       collectives_(std::move(collectives)), common_divisor_(common_divisor) {}
 
 StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& mark) {
-  auto& policy = state_.policy;
+  auto& policy = state_.module;
   state_.optimizer->zero_grad();
   const double divisor = collectives_ ? common_divisor_ : std::max(batch.loss_count, 1.0);
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));
@@ -69,7 +81,7 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
       if (mark) mark(StepPhase::kBackward);
     }
     loss_sum = loss_sum + lo.loss_sum.detach();
-    out.flops += model::train_flops(model::real_work(micro_host, state_.shape), state_.shape);
+    out.flops += policy->step_flops(micro_host, /*real=*/true);
   }
   if (collectives_) {
     std::vector<at::Tensor> grads;

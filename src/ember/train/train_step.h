@@ -13,9 +13,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ember/dist/collectives.h"
+#include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/train/loader.h"
 #include "ember/train/optimizer.h"
@@ -25,21 +27,25 @@ namespace ember::train {
 
 // The policy and its optimizer, built from the run's configuration on a device.
 struct PolicyState {
-  model::PolicyShape shape;
-  model::Pi05Policy policy{nullptr};
-  model::NamedTensors params;      // by name, as the optimizer and checkpoints see them
-  std::vector<at::Tensor> param_list;
+  model::PolicyShape shape;        // the data's shapes (groot: groot->base)
+  model::Pi05Policy policy{nullptr};              // --policy.type=pi05 (else null)
+  std::optional<model::GrootShape> groot;         // --policy.type=groot
+  std::shared_ptr<model::PolicyModuleImpl> module;  // the policy, whatever its type
+  model::NamedTensors params;      // every parameter by name, as checkpoints see them
+  std::vector<at::Tensor> param_list;  // those the optimizer trains (a frozen backbone's are not)
   std::unique_ptr<Optimizer> optimizer;
   // ZeRO-1 with collectives that sum each gradient onto its owner: the clipping sums the ranks'
   // squared norms over these collectives (null otherwise)
   Collectives* norm_over_ranks = nullptr;
 };
 
-// Builds the policy of `shape` on device (parameters in config.policy.param_dtype, train mode) and
-// AdamW (replicated, or ZeRO-1 per config.dist.zero) over its parameters, and attaches the
-// gradients to the collectives (null: one process). Uses the global RNG (seed it first).
+// Builds the policy of `shape` (pi05; `groot` given: that groot policy, --policy.tune_backbone
+// deciding whether its backbone trains) on device (parameters in config.policy.param_dtype,
+// train mode) and AdamW (replicated, or ZeRO-1 per config.dist.zero) over its trainable
+// parameters, and attaches their gradients to the collectives (null: one process). Uses the
+// global RNG (seed it first).
 PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
-                               const std::shared_ptr<Collectives>& collectives);
+                               const std::shared_ptr<Collectives>& collectives, const model::GrootShape* groot = nullptr);
 
 // What a step measured. loss and grad_norm stay on the device until someone reads them.
 struct StepOutput {

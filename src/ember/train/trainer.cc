@@ -76,11 +76,13 @@ LoaderOptions loader_options(const TrainConfig& config, int rank, int world, int
 
 std::string run_line(const TrainConfig& config, const model::PolicyShape& shape, const PolicyState& ps, int64_t frames,
                      at::Device device, bool bf16, int world, int64_t workers) {
-  int64_t n_params = 0;
-  for (const auto& p : ps.param_list) n_params += p.numel();
+  int64_t n_params = 0, n_trained = 0;
+  for (const auto& [name, p] : ps.params) n_params += p.numel();
+  for (const auto& p : ps.param_list) n_trained += p.numel();
   const bool bf16_params = config.policy.param_dtype == "bf16";
-  return "ember train: " + std::to_string(frames) + " frames from " + config.dataset.root + ", policy pi05/" + shape.preset + " (" +
-         std::to_string(n_params) + " parameters), attention " + config.policy.attention + ", " +
+  return "ember train: " + std::to_string(frames) + " frames from " + config.dataset.root + ", policy " + ps.module->type() + "/" + shape.preset + " (" +
+         std::to_string(n_params) + " parameters" + (n_trained != n_params ? ", " + std::to_string(n_trained) + " trained" : "") +
+         "), attention " + config.policy.attention + ", " +
          (device.is_cuda() ? std::string("cuda") + (bf16 ? " bf16" : " fp32") : std::string("cpu") + (bf16_params ? " bf16" : " fp32")) +
          (bf16_params ? " (bf16 parameters)" : "") + ", " + std::to_string(world) + " rank(s), " + std::to_string(workers) +
          " loader threads" + (config.num_workers ? "" : " (--num_workers unset)");
@@ -147,7 +149,17 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
   auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
                             : make_tokenizer(config, meta, resume);
-  auto shape = resume     ? shape_from_json(read_json_file((*resume / "policy.json").string()), (*resume / "policy.json").string())
+  // --policy.type=groot: its shapes (their base is what the data side reads)
+  std::optional<model::GrootShape> groot;
+  const auto saved_policy = resume ? read_json_file((*resume / "policy.json").string()) : nlohmann::json();
+  if (resume && policy_type_of(saved_policy) != config.policy.type)
+    throw Error(ErrorKind::kInvalidArgument, "--policy.type=" + config.policy.type + ": the checkpoint under " + resume->string() +
+                                                 " holds a " + policy_type_of(saved_policy) + " policy");
+  if (config.policy.type == "groot")
+    groot = resume ? groot_shape_from_json(saved_policy, (*resume / "policy.json").string())
+                   : make_groot_shape(config, tokenizer.vocab_size());
+  auto shape = groot      ? groot->base
+               : resume   ? shape_from_json(saved_policy, (*resume / "policy.json").string())
                : imported ? imported->shape
                           : make_shape(config, tokenizer.vocab_size());
   std::optional<model::FeatureSpec> like;
@@ -157,6 +169,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     if (saved.lerobot_state_bins || saved.loss_on_padded_steps) like = saved;
   }
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like) : model::feature_spec(meta, shape);
+  if (groot) with_dataset_embodiment(*groot, spec, config.dataset.root, resume.has_value());
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
   source.configure(dopt);
@@ -172,7 +185,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   // not shift the training's random stream
   const double peak = measure_peak_flops(device, bf16);
   at::manual_seed(uint64_t(config.seed));
-  PolicyState ps = build_policy_state(config, shape, device, coll);
+  PolicyState ps = build_policy_state(config, shape, device, coll, groot ? &*groot : nullptr);
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
   Checkpointer checkpointer(config, out_dir, device, world, main_rank);
@@ -180,6 +193,8 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   bundle.shape = shape;
   bundle.spec = spec;
   bundle.policy = ps.policy;
+  bundle.groot = ps.groot;
+  bundle.module = ps.module;
   bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
   if (imported) {
     // the imported weights (converted to the parameters' dtype and device)

@@ -1,0 +1,405 @@
+#include "ember/model/groot.h"
+
+#include <c10/core/InferenceMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ember/core/error.h"
+#include "ember/model/attention.h"
+#include "ember/model/flops.h"
+
+namespace ember::model {
+
+namespace {
+
+at::Tensor i32_cumsum(const std::vector<int64_t>& lens) {
+  std::vector<int32_t> cu(lens.size() + 1, 0);
+  for (size_t i = 0; i < lens.size(); ++i) cu[i + 1] = cu[i] + int32_t(lens[i]);
+  return at::tensor(cu, at::kInt);
+}
+
+// A small host tensor on `device` without making the host wait for the GPU (a copy from pageable
+// memory would: the host could not queue work ahead of it)
+at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
+  if (host.device() == device || !device.is_cuda()) return host.to(device);
+  return host.pin_memory().to(device, /*non_blocking=*/true);
+}
+
+// LayerNorm without a learned scale and shift, in x's dtype (as LayerNormImpl, autocast excluded)
+at::Tensor plain_layer_norm(const at::Tensor& x, double eps) {
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return at::layer_norm(x, {x.size(-1)}, {}, {}, eps);
+}
+
+at::Tensor repeat_heads(const at::Tensor& x, int64_t heads) {  // [.., kv, d] -> [.., heads, d]
+  const int64_t kv = x.size(-2);
+  return kv == heads ? x : x.repeat_interleave(heads / kv, -2);
+}
+
+// diffusers' Timesteps(256, flip_sin_to_cos=True, downscale_freq_shift=1): [cos, sin] of t at
+// periods 2 pi * 10000^(j / 127), j < 128. t [n] -> [n, 256] float32
+at::Tensor timestep_proj(const at::Tensor& t) {
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(t.device());
+  auto freq = at::exp(at::arange(128, opts) * (-std::log(10000.0) / 127.0));
+  auto a = t.to(at::kFloat).unsqueeze(1) * freq.unsqueeze(0);
+  return at::cat({a.cos(), a.sin()}, 1);
+}
+
+// Isaac-GR00T's SinusoidalPositionalEncoding(width) of the action encoder: [sin, cos] at
+// frequencies 10000^(-j / (width/2)). t [m] -> [m, width] float32
+at::Tensor action_time_encoding(const at::Tensor& t, int64_t width) {
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(t.device());
+  const int64_t half = width / 2;
+  auto freq = at::exp(at::arange(half, opts) * (-std::log(10000.0) / double(half)));
+  auto a = t.to(at::kFloat).unsqueeze(1) * freq.unsqueeze(0);
+  return at::cat({a.sin(), a.cos()}, 1);
+}
+
+}  // namespace
+
+GrootLayout make_groot_layout(const PolicyInputs& in, const GrootShape& shape) {
+  GrootLayout l;
+  const auto& plan = in.plan;
+  const auto device = in.actions.defined() ? in.actions.device() : in.images.device();
+  l.samples = in.samples;
+  l.varlen = plan.backend == AttentionBackend::kVarlen;
+  l.step_len = shape.step_tokens();
+  if (l.varlen) {
+    l.cu_prefix = plan.cu_prefix;
+    l.prefix_lens = plan.prefix_lens;
+    if (plan.prefix_pad > 0) l.prefix_lens.push_back(plan.prefix_pad);
+    l.max_prefix = plan.max_prefix;
+    l.key_lens = plan.prefix_lens;
+    l.cu_keys = plan.cu_prefix.narrow(0, 0, in.samples + 1);
+    l.max_keys = *std::max_element(l.key_lens.begin(), l.key_lens.end());
+    l.step_lens.assign(size_t(in.samples), l.step_len);
+    l.cu_steps = to_device(i32_cumsum(l.step_lens), device);
+    return l;
+  }
+  l.prefix_len = plan.prefix_len;
+  auto valid = to_device(plan.valid.narrow(1, 0, l.prefix_len), device);  // [n, Lp] (on the device already after in.to())
+  l.key_mask = valid.unsqueeze(1).unsqueeze(1);                   // [n, 1, 1, Lp]
+  auto rule = at::ones({l.prefix_len, l.prefix_len}, valid.options()).tril();  // key <= query
+  // a padding query attends to its sample's real keys (its output is never read; a fully
+  // masked row would give NaN)
+  l.causal_mask = at::where(valid.unsqueeze(2), rule.unsqueeze(0).logical_and(valid.unsqueeze(1)), valid.unsqueeze(1))
+                      .unsqueeze(1)
+                      .contiguous();
+  return l;
+}
+
+at::Tensor groot_prefix_attention(const GrootLayout& l, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  bool causal) {
+  if (l.varlen)
+    return segment_attention(q, k, v, l.cu_prefix, l.cu_prefix, l.max_prefix, l.max_prefix, l.prefix_lens, l.prefix_lens, causal);
+  const int64_t n = l.samples, lp = l.prefix_len, heads = q.size(1), d = q.size(2);
+  auto batch = [&](const at::Tensor& t) { return repeat_heads(t.view({n, lp, t.size(1), d}), heads).transpose(1, 2); };
+  auto o = at::scaled_dot_product_attention(batch(q), batch(k), batch(v), causal ? l.causal_mask : l.key_mask);
+  return o.transpose(1, 2).reshape({n * lp, heads, d});
+}
+
+// --- backbone ----------------------------------------------------------------------------------
+
+GrootBackboneImpl::GrootBackboneImpl(const GrootShape& s) : shape(s) {
+  const auto& v = s.base.vision;
+  const int64_t merged = int64_t(v.width) * v.merge * v.merge, dlm = s.base.lm.width;
+  vision = register_module("vision", VisionTower(v));
+  proj_norm = register_module("proj_norm", LayerNorm(merged, 1e-5));
+  proj1 = register_module("proj1", Dense(merged, dlm));
+  proj2 = register_module("proj2", Dense(dlm, dlm));
+  embedding = register_parameter("embedding", at::randn({s.base.vocab, dlm}) * 0.02);
+  lm = register_module("lm", torch::nn::ModuleList());
+  for (int l = 0; l < s.base.lm.layers; ++l) lm->push_back(TowerLayer(s.base.lm, 0));
+  lm_norm = register_module("lm_norm", RmsNorm(dlm));
+}
+
+at::Tensor GrootBackboneImpl::forward(const PolicyInputs& in, const GrootLayout& layout) {
+  const auto& v = shape.base.vision;
+  const auto& t = shape.base.lm;
+  const int64_t dlm = t.width;
+  std::vector<at::Tensor> rows;
+  if (in.images.size(0) > 0) {
+    // Eagle's pixel shuffle: merge x merge neighbouring patches become one token of merge^2 widths
+    auto x = vision->forward(in.images);  // [ni, P, dv]
+    const int64_t ni = x.size(0), g = v.image_size / v.patch, m = v.merge, dv = v.width;
+    x = x.view({ni, g / m, m, g / m, m, dv}).permute({0, 1, 3, 2, 4, 5}).reshape({ni, (g / m) * (g / m), m * m * dv});
+    x = proj2->forward(at::gelu(proj1->forward(proj_norm->forward(x))));  // [ni, P / m^2, Dlm]
+    rows.push_back(x.reshape({-1, dlm}));
+  }
+  auto text = at::embedding(embedding, in.text_ids);  // [n_text, Dlm]
+  if (!rows.empty()) text = text.to(rows[0].scalar_type());
+  rows.push_back(text);
+  auto x = at::cat(rows, 0).index_select(0, in.prefix_gather);  // [Tp, Dlm]
+  Rope rope = make_rope(in.prefix_positions, t.head_dim, shape.rope_base);
+  for (const auto& module : *lm) {
+    auto* layer = module->as<TowerLayerImpl>();
+    auto y = layer->norm1->forward(x);
+    auto q = apply_rope(layer->q->forward(y).view({-1, t.heads, t.head_dim}), rope);
+    auto k = apply_rope(layer->k->forward(y).view({-1, t.kv_heads, t.head_dim}), rope);
+    auto val = layer->v->forward(y).view({-1, t.kv_heads, t.head_dim});
+    auto a = groot_prefix_attention(layout, q, k, val, /*causal=*/true);
+    x = x + layer->o->forward(a.reshape({-1, t.heads * t.head_dim}));
+    x = x + layer->mlp->forward(layer->norm2->forward(x));
+  }
+  return lm_norm->forward(x);
+}
+
+// --- blocks and heads --------------------------------------------------------------------------
+
+GrootBlockImpl::GrootBlockImpl(int dim, int heads_, int head_dim_, int kdim, bool adaptive_)
+    : heads(heads_), head_dim(head_dim_), adaptive(adaptive_) {
+  const int inner = heads * head_dim;
+  if (adaptive) {
+    ada = register_module("ada", Dense(dim, 2 * dim));
+  } else {
+    norm1 = register_module("norm1", LayerNorm(dim, 1e-5));
+    norm3 = register_module("norm3", LayerNorm(dim, 1e-5));
+  }
+  q = register_module("q", Dense(dim, inner));
+  k = register_module("k", Dense(kdim, inner));
+  v = register_module("v", Dense(kdim, inner));
+  o = register_module("o", Dense(inner, dim));
+  ff1 = register_module("ff1", Dense(dim, 4 * dim));
+  ff2 = register_module("ff2", Dense(4 * dim, dim));
+}
+
+at::Tensor GrootBlockImpl::forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb,
+                                   const Attend& attend) const {
+  at::Tensor y;
+  if (adaptive) {
+    auto mod = ada->forward(at::silu(temb)).unsqueeze(1).chunk(2, -1);  // scale, shift: [n, 1, dim]
+    y = at::addcmul(mod[1], plain_layer_norm(x, 1e-5), 1 + mod[0]);
+  } else {
+    y = norm1->forward(x);
+  }
+  const auto& src = ctx.defined() ? ctx : y;
+  auto a = attend(q->forward(y).reshape({-1, heads, head_dim}), k->forward(src).reshape({-1, heads, head_dim}),
+                  v->forward(src).reshape({-1, heads, head_dim}));
+  auto h = x + o->forward(a.reshape({-1, heads * head_dim})).view(x.sizes());
+  auto z = adaptive ? plain_layer_norm(h, 1e-5) : norm3->forward(h);
+  return h + ff2->forward(at::gelu(ff1->forward(z), "tanh"));
+}
+
+EmbodimentHeadImpl::EmbodimentHeadImpl(const GrootShape& s, const GrootEmbodiment& e) : dims(e) {
+  const int i = s.inner();
+  state1 = register_module("state1", Dense(e.state_dim, s.hidden));
+  state2 = register_module("state2", Dense(s.hidden, i));
+  act1 = register_module("act1", Dense(e.action_dim, i));
+  act2 = register_module("act2", Dense(2 * i, i));
+  act3 = register_module("act3", Dense(i, i));
+  dec1 = register_module("dec1", Dense(s.dit_output, s.hidden));
+  dec2 = register_module("dec2", Dense(s.hidden, e.action_dim));
+}
+
+at::Tensor EmbodimentHeadImpl::encode_state(const at::Tensor& state) const {
+  return state2->forward(at::relu(state1->forward(state))).unsqueeze(1);
+}
+
+at::Tensor EmbodimentHeadImpl::encode_action(const at::Tensor& x, const at::Tensor& tbucket) const {
+  auto a = act1->forward(x);  // [m, H, I]
+  auto tau = action_time_encoding(tbucket, a.size(-1)).to(a.scalar_type()).unsqueeze(1).expand(a.sizes());
+  return act3->forward(at::silu(act2->forward(at::cat({a, tau}, -1))));
+}
+
+at::Tensor EmbodimentHeadImpl::decode(const at::Tensor& y) const { return dec2->forward(at::relu(dec1->forward(y))); }
+
+// --- the policy --------------------------------------------------------------------------------
+
+// Samples by embodiment: group g holds rows[g] (its samples, in batch order) of embodiment ids[g];
+// `order` is cat(rows) and `inverse` maps it back to batch order.
+struct GrootPolicyImpl::Groups {
+  std::vector<int64_t> ids;
+  std::vector<at::Tensor> rows;  // int64 on the device
+  at::Tensor inverse;            // [n] int64
+};
+
+GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune) : shape(s), tune_backbone(tune) {
+  validate(s);
+  const int i = s.inner(), b = s.backbone_dim;
+  backbone = register_module("backbone", GrootBackbone(s));
+  if (s.base.lm.width != b) backbone_proj = register_module("backbone_proj", Dense(s.base.lm.width, b));
+  vlln = register_module("vlln", LayerNorm(b, 1e-5));
+  vl_blocks = register_module("vl", torch::nn::ModuleList());
+  for (int l = 0; l < s.vl_layers; ++l) vl_blocks->push_back(GrootBlock(b, s.vl_heads, s.vl_head_dim, b, false));
+  time1 = register_module("time1", Dense(256, i));
+  time2 = register_module("time2", Dense(i, i));
+  dit_blocks = register_module("dit", torch::nn::ModuleList());
+  for (int l = 0; l < s.dit_layers; ++l) dit_blocks->push_back(GrootBlock(i, s.dit_heads, s.dit_head_dim, l % 2 == 0 ? b : i, true));
+  out1 = register_module("out1", Dense(i, 2 * i));
+  out2 = register_module("out2", Dense(i, s.dit_output));
+  future_tokens = register_parameter("future_tokens", at::randn({s.future_tokens, i}) * 0.02);
+  positions = register_parameter("positions", at::randn({s.max_seq_len, i}) * 0.02);
+  heads = register_module("heads", torch::nn::ModuleList());
+  for (const auto& e : s.embodiments) heads->push_back(EmbodimentHead(s, e));
+  if (!tune_backbone)
+    for (auto& p : backbone->parameters()) p.set_requires_grad(false);
+}
+
+bool is_backbone_param(const std::string& name) { return name.rfind("backbone.", 0) == 0; }
+
+at::Tensor GrootPolicyImpl::context(const PolicyInputs& in, const GrootLayout& layout) {
+  at::Tensor x;
+  if (!tune_backbone || !at::GradMode::is_enabled()) {
+    c10::InferenceMode inference;
+    x = backbone->forward(in, layout);
+  } else {
+    x = backbone->forward(in, layout);
+  }
+  if (x.is_inference() && !c10::InferenceMode::is_enabled()) x = x.clone();  // a tensor autograd may save
+  if (backbone_proj) x = backbone_proj->forward(x);
+  x = vlln->forward(x);
+  auto attend = [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    return groot_prefix_attention(layout, q, k, v, /*causal=*/false);
+  };
+  for (const auto& block : *vl_blocks) x = block->as<GrootBlockImpl>()->forward(x, {}, {}, attend);
+  return x;  // [prefix rows, B]
+}
+
+std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx,
+                                                  const Groups& g, const at::Tensor& state_tokens, const at::Tensor& x_t,
+                                                  const at::Tensor& tbucket) {
+  const int64_t n = in.samples, h = shape.base.horizon, i = shape.inner(), len = shape.step_tokens();
+  auto temb = time2->forward(at::silu(time1->forward(timestep_proj(tbucket))));  // [n, I]
+  // action tokens, each group through its own encoder at its own width
+  std::vector<at::Tensor> parts;
+  for (size_t k = 0; k < g.ids.size(); ++k) {
+    auto* head = heads[g.ids[k]]->as<EmbodimentHeadImpl>();
+    auto xg = x_t.index_select(0, g.rows[k]).narrow(2, 0, head->dims.action_dim);
+    parts.push_back(head->encode_action(xg, tbucket.index_select(0, g.rows[k])));
+  }
+  auto actions = at::cat(parts, 0).index_select(0, g.inverse) + positions.narrow(0, 0, h).to(parts[0].scalar_type());
+  auto seq = at::cat({state_tokens.to(actions.scalar_type()),
+                      future_tokens.to(actions.scalar_type()).unsqueeze(0).expand({n, shape.future_tokens, i}), actions},
+                     1);  // [n, L, I]
+  auto self_attend = [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    auto batch = [&](const at::Tensor& t) { return t.view({n, len, t.size(1), t.size(2)}).transpose(1, 2); };
+    return at::scaled_dot_product_attention(batch(q), batch(k), batch(v)).transpose(1, 2).reshape({n * len, q.size(1), q.size(2)});
+  };
+  auto cross_attend = [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    if (layout.varlen)
+      return segment_attention(q, k, v, layout.cu_steps, layout.cu_keys, len, layout.max_keys, layout.step_lens, layout.key_lens);
+    const int64_t lp = layout.prefix_len;
+    auto kb = k.view({n, lp, k.size(1), k.size(2)}).transpose(1, 2), vb = v.view({n, lp, v.size(1), v.size(2)}).transpose(1, 2);
+    auto qb = q.view({n, len, q.size(1), q.size(2)}).transpose(1, 2);
+    return at::scaled_dot_product_attention(qb, kb, vb, layout.key_mask).transpose(1, 2).reshape({n * len, q.size(1), q.size(2)});
+  };
+  for (size_t l = 0; l < dit_blocks->size(); ++l) {
+    const bool cross = l % 2 == 0;
+    seq = dit_blocks[l]->as<GrootBlockImpl>()->forward(seq, cross ? ctx : at::Tensor(), temb, cross ? GrootBlockImpl::Attend(cross_attend) : GrootBlockImpl::Attend(self_attend));
+  }
+  // output: adaptive LayerNorm (shift, scale) on the action tokens only (nothing reads the others)
+  auto mod = out1->forward(at::silu(temb)).unsqueeze(1).chunk(2, -1);
+  auto y = at::addcmul(mod[0], plain_layer_norm(seq.narrow(1, len - h, h), 1e-6), 1 + mod[1]);
+  y = out2->forward(y);  // [n, H, out]
+  std::vector<at::Tensor> v;
+  for (size_t k = 0; k < g.ids.size(); ++k) v.push_back(heads[g.ids[k]]->as<EmbodimentHeadImpl>()->decode(y.index_select(0, g.rows[k])));
+  return v;
+}
+
+GrootPolicyImpl::Groups GrootPolicyImpl::make_groups(const PolicyInputs& in) const {
+  std::map<int64_t, std::vector<int64_t>> by_id;
+  for (size_t i = 0; i < in.embodiments.size(); ++i) {
+    const int64_t e = in.embodiments[i];
+    if (e < 0 || e >= int64_t(shape.embodiments.size()))
+      throw Error(ErrorKind::kInvalidArgument, "policy input: sample " + std::to_string(i) + ": embodiment " + std::to_string(e) +
+                                                   ", the policy has embodiments 0.." + std::to_string(shape.embodiments.size() - 1));
+    by_id[e].push_back(int64_t(i));
+  }
+  if (in.embodiments.size() != size_t(in.samples))
+    throw Error(ErrorKind::kInvalidArgument, "policy input: embodiment ids for " + std::to_string(in.embodiments.size()) + " of " +
+                                                 std::to_string(in.samples) + " samples");
+  Groups g;
+  const auto device = in.actions.defined() ? in.actions.device() : in.images.device();
+  std::vector<int64_t> order, inverse(size_t(in.samples));
+  for (const auto& [id, rows] : by_id) {
+    g.ids.push_back(id);
+    g.rows.push_back(to_device(at::tensor(rows, at::kLong), device));
+    for (int64_t r : rows) inverse[size_t(r)] = int64_t(order.size()), order.push_back(r);
+  }
+  g.inverse = to_device(at::tensor(inverse, at::kLong), device);
+  return g;
+}
+
+at::Tensor GrootPolicyImpl::state_tokens(const PolicyInputs& in, const Groups& g) {
+  std::vector<at::Tensor> parts;
+  for (size_t k = 0; k < g.ids.size(); ++k) {
+    auto* head = heads[g.ids[k]]->as<EmbodimentHeadImpl>();
+    const int64_t want = head->dims.state_dim, have = in.state.size(1);
+    auto s = in.state.index_select(0, g.rows[k]);
+    // the embodiment's width: narrower states are zero-padded (as N1.5 pads to max_state_dim)
+    s = have >= want ? s.narrow(1, 0, want) : at::constant_pad_nd(s, {0, want - have});
+    parts.push_back(head->encode_state(s));
+  }
+  return at::cat(parts, 0).index_select(0, g.inverse);  // [n, 1, I]
+}
+
+LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> noise, std::optional<at::Tensor> time) {
+  const auto& actions = in.actions;  // [n, H, A]
+  auto opts = actions.options();
+  at::Tensor eps = noise ? *noise : at::randn(actions.sizes(), opts);
+  // N1.5's time: (s - Beta(1.5, 1)) / s with s = 0.999; Beta(1.5, 1) is U^(1/1.5)
+  at::Tensor t = time ? *time : (0.999 - at::pow(at::rand({in.samples}, opts), 1.0 / 1.5)) / 0.999;
+  auto tt = t.view({-1, 1, 1});
+  auto x_t = (1 - tt) * eps + tt * actions;
+  auto target = actions - eps;
+  auto tbucket = at::floor(t * shape.timestep_buckets);
+  const GrootLayout layout = make_groot_layout(in, shape);
+  const Groups g = make_groups(in);
+  auto ctx = context(in, layout);
+  auto v = velocity(in, layout, ctx, g, state_tokens(in, g), x_t, tbucket);
+  LossOut out;
+  out.loss_sum = at::zeros({}, opts);
+  out.count = at::zeros({}, opts);
+  for (size_t k = 0; k < g.ids.size(); ++k) {
+    const int64_t a = v[k].size(2);
+    auto mask = in.action_mask.index_select(0, g.rows[k]).narrow(2, 0, a);
+    auto err = (v[k].to(at::kFloat) - target.index_select(0, g.rows[k]).narrow(2, 0, a)).square() * mask;
+    out.loss_sum = out.loss_sum + err.sum();
+    out.count = out.count + mask.sum();
+  }
+  out.loss = out.loss_sum / out.count.clamp_min(1);
+  return out;
+}
+
+at::Tensor GrootPolicyImpl::sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise) {
+  at::NoGradGuard no_grad;
+  const auto device = in.actions.defined() ? in.actions.device() : in.images.device();
+  const int64_t n = in.samples, h = shape.base.horizon, amax = shape.base.max_action_dim;
+  at::Tensor x = noise ? *noise : at::randn({n, h, amax}, at::TensorOptions().device(device).dtype(at::kFloat));
+  const GrootLayout layout = make_groot_layout(in, shape);
+  const Groups g = make_groups(in);
+  auto ctx = context(in, layout);  // once: the backbone does not depend on the flow time
+  auto states = state_tokens(in, g);
+  const int steps = shape.base.flow_steps;
+  const double dt = 1.0 / steps;
+  for (int i = 0; i < steps; ++i) {
+    const double t = double(i) / steps;
+    auto tbucket = at::full({n}, std::floor(t * shape.timestep_buckets), x.options());
+    auto v = velocity(in, layout, ctx, g, states, x, tbucket);
+    for (size_t k = 0; k < g.ids.size(); ++k) {
+      const int64_t a = v[k].size(2);
+      auto rows = x.index_select(0, g.rows[k]);
+      rows.narrow(2, 0, a).add_(v[k].to(at::kFloat), dt);
+      x.index_copy_(0, g.rows[k], rows);
+    }
+  }
+  // past each embodiment's width the output is zero (the noise there was never integrated)
+  for (size_t k = 0; k < g.ids.size(); ++k) {
+    const int64_t a = shape.embodiments[size_t(g.ids[k])].action_dim;
+    if (a == amax) continue;
+    auto rows = x.index_select(0, g.rows[k]);
+    rows.narrow(2, a, amax - a).zero_();
+    x.index_copy_(0, g.rows[k], rows);
+  }
+  return x;
+}
+
+double GrootPolicyImpl::step_flops(const PolicyInputs& in, bool real) const {
+  StepWork w = real ? real_work(in, shape.base) : layout_work(in, shape.base);
+  return groot_train_flops(shape, w.images, w.prefix_lens, w.filler_tokens, tune_backbone);
+}
+
+}  // namespace ember::model

@@ -1,0 +1,145 @@
+// A GR00T-N1.5-style policy (NVIDIA Isaac-GR00T; LeRobot's `groot` policy): a frozen
+// vision-language backbone, an adapter, and a diffusion transformer (DiT) action head trained by
+// flow matching, with per-embodiment state and action MLPs. Shapes: groot_shape.h; the sources of
+// each detail: docs/groot.md.
+//
+// One step, for n samples (PolicyInputs as collated for pi0.5, plus state and embodiment ids):
+//   backbone  images [n_images, 3, S, S] -> ViT -> merge^2 patches per token -> LayerNorm + MLP
+//             -> with the prompt's embeddings, the prefix [Tp, Dlm] -> the language model's first
+//             layers (causal attention within each sample) -> RMSNorm. Frozen: without autograd,
+//             in inference mode.
+//   adapter   -> Dense (when widths differ) -> LayerNorm -> self-attention blocks: ctx [Tp, B]
+//   DiT       per sample [state token ; future tokens ; H action tokens] [n, L, I]; even blocks
+//             cross-attend to the sample's ctx rows, odd blocks self-attend; AdaLayerNorm on the
+//             discretised flow time
+//   heads     samples grouped by embodiment: each group runs its own MLPs on its own state and
+//             action widths (no padding to a common width inside the heads)
+// Flow matching as N1.5: t = (0.999 - Beta(1.5, 1)) / 0.999, x_t = (1 - t) noise + t actions,
+// target actions - noise, the DiT's time floor(1000 t); inference integrates t = 0 -> 1 in
+// flow_steps Euler steps. Loss: squared error summed over the action mask's entries of each
+// embodiment's width, divided by their count.
+//
+// Layouts (attention.h): varlen packs each sample's prefix (absent cameras cost nothing), the
+// prefix attentions are variable-length calls over cu_prefix and the DiT's cross-attention a
+// variable-length call with separate query (fixed L per sample) and key (each prefix) offsets;
+// padded gives every sample max_cameras image slots and max_prompt prompt slots, masked. Both
+// compute the same function of the real tokens.
+#pragma once
+
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <functional>
+
+#include "ember/model/groot_shape.h"
+#include "ember/model/layers.h"
+#include "ember/model/pi05.h"
+#include "ember/model/policy.h"
+#include "ember/model/vision.h"
+
+namespace ember::model {
+
+// How one batch's prefix rows attend, made once per forward pass (on the batch's device).
+struct GrootLayout {
+  bool varlen = true;
+  int64_t samples = 0;
+  int64_t prefix_len = 0;  // padded: prefix rows per sample
+  // varlen: prefix segments (the filler's last, where there is one), the samples' own (the
+  // cross-attention's keys), and the DiT's fixed-length query segments
+  at::Tensor cu_prefix, cu_keys, cu_steps;  // int32 [segments + 1]
+  std::vector<int64_t> prefix_lens, key_lens, step_lens;
+  int64_t max_prefix = 0, max_keys = 0, step_len = 0;
+  // padded: key_mask [n, 1, 1, prefix_len] (true = a real token), causal_mask [n, 1, Lp, Lp]
+  at::Tensor key_mask, causal_mask;
+};
+GrootLayout make_groot_layout(const PolicyInputs& in, const GrootShape& shape);
+
+// Attention of q [rows, heads, d] to k, v [rows, kv_heads, d] within each sample's prefix rows.
+at::Tensor groot_prefix_attention(const GrootLayout& layout, const at::Tensor& q, const at::Tensor& k,
+                                  const at::Tensor& v, bool causal);
+
+// The frozen part: vision tower, pixel shuffle + projector, embedding, language model layers.
+class GrootBackboneImpl : public torch::nn::Module {
+ public:
+  explicit GrootBackboneImpl(const GrootShape& shape);
+  // [prefix rows, lm.width]: the language model's features at its last kept layer
+  at::Tensor forward(const PolicyInputs& in, const GrootLayout& layout);
+  GrootShape shape;
+  VisionTower vision{nullptr};
+  LayerNorm proj_norm{nullptr};
+  Dense proj1{nullptr}, proj2{nullptr};
+  at::Tensor embedding;  // [vocab, Dlm]
+  torch::nn::ModuleList lm;
+  RmsNorm lm_norm{nullptr};
+};
+TORCH_MODULE(GrootBackbone);
+
+// A diffusers BasicTransformerBlock as N1.5 uses it: norm1 (LayerNorm, or AdaLayerNorm on the
+// time), attention with biases (keys from `kdim`-wide context rows, or self), norm3 + GELU(tanh)
+// feed-forward of 4x width.
+class GrootBlockImpl : public torch::nn::Module {
+ public:
+  GrootBlockImpl(int dim, int heads, int head_dim, int kdim, bool adaptive);
+  using Attend = std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
+  // x [..., dim]; ctx [rows, kdim] or undefined (self-attention); temb [n, dim] when adaptive
+  // (x then [n, L, dim]). attend gets q [x rows, heads, d], k and v [key rows, heads, d].
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb, const Attend& attend) const;
+  int heads, head_dim;
+  bool adaptive;
+  LayerNorm norm1{nullptr}, norm3{nullptr};  // affine (not adaptive)
+  Dense ada{nullptr};                        // adaptive: (scale, shift) = ada(silu(temb))
+  Dense q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr}, ff1{nullptr}, ff2{nullptr};
+};
+TORCH_MODULE(GrootBlock);
+
+// One embodiment's MLPs (Isaac-GR00T's CategorySpecificMLP / MultiEmbodimentActionEncoder, one
+// category's weights).
+class EmbodimentHeadImpl : public torch::nn::Module {
+ public:
+  EmbodimentHeadImpl(const GrootShape& shape, const GrootEmbodiment& e);
+  at::Tensor encode_state(const at::Tensor& state) const;                        // [m, s] -> [m, 1, I]
+  at::Tensor encode_action(const at::Tensor& x, const at::Tensor& tbucket) const;  // [m, H, a], [m] -> [m, H, I]
+  at::Tensor decode(const at::Tensor& y) const;                                    // [m, H, out] -> [m, H, a]
+  GrootEmbodiment dims;
+  Dense state1{nullptr}, state2{nullptr}, act1{nullptr}, act2{nullptr}, act3{nullptr}, dec1{nullptr}, dec2{nullptr};
+};
+TORCH_MODULE(EmbodimentHead);
+
+class GrootPolicyImpl : public PolicyModuleImpl {
+ public:
+  // tune_backbone false: the backbone's parameters do not require gradients and its forward
+  // runs in inference mode.
+  GrootPolicyImpl(const GrootShape& shape, bool tune_backbone = false);
+
+  LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
+               std::optional<at::Tensor> time = std::nullopt) override;
+  at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
+  double step_flops(const PolicyInputs& in, bool real) const override;
+  std::string type() const override { return "groot"; }
+
+  // The adapter's tokens [prefix rows, backbone_dim].
+  at::Tensor context(const PolicyInputs& in, const GrootLayout& layout);
+
+  GrootShape shape;
+  bool tune_backbone;
+  GrootBackbone backbone{nullptr};
+  Dense backbone_proj{nullptr};  // only when lm.width != backbone_dim
+  LayerNorm vlln{nullptr};
+  torch::nn::ModuleList vl_blocks, dit_blocks, heads;
+  Dense time1{nullptr}, time2{nullptr}, out1{nullptr}, out2{nullptr};
+  at::Tensor future_tokens;  // [F, I]
+  at::Tensor positions;      // [max_seq_len, I]: added to the action tokens
+
+ private:
+  struct Groups;
+  Groups make_groups(const PolicyInputs& in) const;
+  at::Tensor state_tokens(const PolicyInputs& in, const Groups& groups);  // [n, 1, I]
+  // the velocity at x_t [n, H, max_action_dim], buckets [n]: one [m_g, H, a_g] per embodiment group
+  std::vector<at::Tensor> velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx, const Groups& groups,
+                      const at::Tensor& state_tokens, const at::Tensor& x_t, const at::Tensor& tbucket);
+};
+TORCH_MODULE(GrootPolicy);
+
+// Whether parameter `name` belongs to the backbone (frozen unless tune_backbone).
+bool is_backbone_param(const std::string& name);
+
+}  // namespace ember::model

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# --policy.type=groot through the same commands as pi05: a tiny groot policy is trained on a few
+# simulator demonstrations (or, built without the simulator, on the fixture dataset), checkpointed,
+# predicts a chunk from the checkpoint alone, is evaluated closed loop, and resumes; bad groot
+# flags fail with one line and exit status 2.
+set -euo pipefail
+ember="$1"
+fixture="$2"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+run() { "$@" > "$dir/out.txt" 2>&1 || { cat "$dir/out.txt"; fail "$*"; }; }
+
+data="$fixture"
+sim=0
+if "$ember" sim collect --task pick_red_into_tray --episodes_per_task 2 --image_size 32 --camera_dtype image \
+     --output_dir "$dir/data" > "$dir/collect.txt" 2>&1; then
+  data="$dir/data"
+  sim=1
+elif ! grep -q "without the simulator\|MuJoCo" "$dir/collect.txt"; then
+  cat "$dir/collect.txt"; fail "sim collect"
+fi
+
+echo "groot cli: data $data (simulator: $sim)"
+train=("$ember" train --policy.type=groot --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1
+       --dataset.image_size=32 --log_freq=2 --save_freq=3 --dataset.episodes=[0])
+run "${train[@]}" --output_dir="$dir/run" --steps=3
+grep -q "policy groot/tiny" "$dir/out.txt" || { cat "$dir/out.txt"; fail "no groot run line"; }
+ckpt="$dir/run/checkpoints/latest"
+grep -q '"type": "groot"' "$ckpt/policy.json" || fail "policy.json has no type groot"
+grep -q '"horizon": 16' "$ckpt/policy.json" || fail "groot's default chunk is not 16"
+# resume continues from the checkpoint
+run "${train[@]}" --output_dir="$dir/run" --steps=4 --resume=true
+grep -q "resuming from" "$dir/out.txt" || { cat "$dir/out.txt"; fail "no resume"; }
+
+run "$ember" predict --checkpoint "$dir/run" --dataset.root "$data" --index 2 --device cpu
+grep -qi "pred" "$dir/out.txt" || { cat "$dir/out.txt"; fail "predict printed no chunk"; }
+
+if [[ $sim == 1 ]]; then
+  run "$ember" eval --checkpoint "$dir/run" --task pick_red_into_tray --trials 1 --replan_steps 8 --image_size 32 \
+      --device cpu --no_videos --output_dir "$dir/eval"
+  test -f "$dir/eval/eval.json" || fail "no eval.json"
+  grep -q "groot/tiny" "$dir/eval/eval.json" || fail "eval.json does not name the groot policy"
+else
+  echo "note: built without MuJoCo; eval --checkpoint not run"
+fi
+
+# bad flags: one line, exit status 2
+expect_user_error() {
+  local what="$1"; shift
+  set +e; "$@" > "$dir/err.txt" 2>&1; local rc=$?; set -e
+  [[ $rc == 2 ]] || { cat "$dir/err.txt"; fail "$what: exit status $rc, expected 2"; }
+  [[ $(wc -l < "$dir/err.txt") == 1 ]] || { cat "$dir/err.txt"; fail "$what: more than one line"; }
+}
+expect_user_error "unknown type" "$ember" train --policy.type=gr00t --dataset.root="$data" --output_dir="$dir/x"
+expect_user_error "pi05 preset for groot" "$ember" train --policy.type=groot --policy.preset=pi05 --dataset.root="$data" --output_dir="$dir/x"
+expect_user_error "n15 preset for pi05" "$ember" train --policy.preset=n15 --dataset.root="$data" --output_dir="$dir/x"
+expect_user_error "tune_backbone for pi05" "$ember" train --policy.tune_backbone=true --dataset.root="$data" --output_dir="$dir/x"
+expect_user_error "resume as another type" "${train[@]}" --policy.type=pi05 --output_dir="$dir/run" --steps=5 --resume=true
+expect_user_error "bench type" "$ember" bench policy --policy.type=gr00t --preset tiny --device cpu
+expect_user_error "bench groot preset" "$ember" bench policy --policy.type=groot --preset pi05 --device cpu
+grep -q "groot preset" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the bench error does not name the groot preset"; }
+echo "groot cli test passed"
