@@ -110,6 +110,7 @@ Scratch make_scratch() {
   topt.byte_fallback = false;
   bundle.tokenizer = std::make_unique<model::Tokenizer>(model::train_tokenizer(texts, topt));
   bundle.policy = run.policy;
+  bundle.module = run.policy.ptr();
 
   train::Checkpointer checkpointer(run.config, s.output_dir, at::Device(at::kCPU), 1, true);
   s.checkpoint = checkpointer.save(kStep, data::LoaderPosition{0, 12}, bundle, *run.optimizer);
@@ -172,7 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   expect_clean("load_policy", [&] {
     train::PolicyBundle b = train::load_policy(s.checkpoint, at::Device(at::kCPU));
     // what predict does next with the shapes it read
-    if (b.shape.vocab < b.tokenizer->vocab_size()) std::abort();
+    if (!b.module || b.shape.vocab < b.tokenizer->vocab_size()) std::abort();
   });
   expect_clean("restore", [&] {
     Run& run = *s.run;

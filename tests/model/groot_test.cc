@@ -8,6 +8,7 @@
 
 #include "ember/core/error.h"
 #include "ember/model/groot.h"
+#include "model/policy_test_util.h"
 #include <torch/optim/adamw.h>
 
 namespace ember::model {
@@ -47,16 +48,8 @@ std::vector<PolicySample> make_samples(const GrootShape& shape, int n, uint64_t 
   return out;
 }
 
-std::vector<const PolicySample*> ptrs(const std::vector<PolicySample>& v) {
-  std::vector<const PolicySample*> p;
-  for (const auto& s : v) p.push_back(&s);
-  return p;
-}
-
-double max_rel_err(const at::Tensor& a, const at::Tensor& b) {
-  double scale = std::max(b.abs().max().item<double>(), 1e-6);
-  return (a - b).abs().max().item<double>() / scale;
-}
+using test::max_rel_err;
+using test::ptrs;
 
 int64_t module_parameters(torch::nn::Module& m, bool backbone) {
   int64_t n = 0;

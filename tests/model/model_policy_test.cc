@@ -8,6 +8,7 @@
 #include "ember/model/layers.h"
 #include "ember/model/pi05.h"
 #include "ember/model/vision.h"
+#include "model/policy_test_util.h"
 #include "ember/train/optimizer.h"
 #include <ATen/autocast_mode.h>
 #include <torch/optim/adamw.h>
@@ -46,16 +47,8 @@ std::vector<PolicySample> make_samples(const PolicyShape& shape, int n, uint64_t
   return out;
 }
 
-std::vector<const PolicySample*> ptrs(const std::vector<PolicySample>& v) {
-  std::vector<const PolicySample*> p;
-  for (const auto& s : v) p.push_back(&s);
-  return p;
-}
-
-double max_rel_err(const at::Tensor& a, const at::Tensor& b) {
-  double scale = std::max(b.abs().max().item<double>(), 1e-6);
-  return (a - b).abs().max().item<double>() / scale;
-}
+using test::max_rel_err;
+using test::ptrs;
 
 TEST(Pi05Policy, VarlenAndPaddedComputeTheSameLossAndGradients) {
   auto shape = tiny();

@@ -275,6 +275,7 @@ train::PolicyBundle bundle_of(const model::PolicyShape& shape, uint64_t seed) {
   train::PolicyBundle b;
   b.shape = shape;
   b.policy = model::Pi05Policy(shape);
+  b.module = b.policy.ptr();
   return b;
 }
 

@@ -263,7 +263,7 @@ TEST(TrainConfig, ParsesBothFlagSyntaxes) {
 }
 
 TEST(TrainConfig, ErrorsNameTheFlag) {
-  EXPECT_EQ(flag_error(with_required({"--policy.foo=1"})), "unknown flag --policy.foo (did you mean --policy.type?)");
+  EXPECT_EQ(flag_error(with_required({"--policy.prest=1"})), "unknown flag --policy.prest (did you mean --policy.preset?)");
   EXPECT_EQ(flag_error(with_required({"--stepz=1"})), "unknown flag --stepz (did you mean --steps?)");
   EXPECT_EQ(flag_error(with_required({"--steps=ten"})), "--steps: expected an integer, got 'ten'");
   EXPECT_EQ(flag_error(with_required({"--steps=1.5"})), "--steps: expected an integer, got '1.5'");

@@ -39,6 +39,7 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   b.spec.modes[sim::kActionKey] = data::NormMode::kIdentity;
   at::manual_seed(uint64_t(c.seed));
   b.policy = model::Pi05Policy(b.shape);
+  b.module = b.policy.ptr();
   b.policy->to(device);
   b.policy->eval();
   return b;
@@ -49,6 +50,9 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
 train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device) {
   if (c.checkpoint.empty()) return fresh_policy(c, tasks, device);
   auto b = train::load_policy(c.checkpoint, device);
+  if (!b.policy)
+    throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": ember rl trains pi05 policies; this checkpoint holds a " +
+                                                 b.module->type() + " policy");
   for (const auto& cam : b.spec.cameras)
     if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
       throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy reads camera '" + cam + "', which ember's simulator does not have");
