@@ -14,17 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+import checks
+from checks import check
 
 
 def run(ember, *args, preexec=None, timeout=120):
@@ -176,8 +167,7 @@ def main():
         full_disk_convert(ember, a.data, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":

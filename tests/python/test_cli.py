@@ -11,17 +11,8 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+import checks
+from checks import check
 
 
 def run(ember, *args):
@@ -332,8 +323,7 @@ def main():
                            "--episodes", "2", "--trials", "1", "--device", "cpu")
         check("demo", rc == 0 and "ember demo: done" in out, (out + err)[-400:])
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -20,18 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-passed = failed = 0
+import checks
+from checks import check
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
 
 
 def run(cmd, timeout=300):
@@ -203,8 +195,7 @@ def main():
               rc == 2 and ("observation.images.base" in e or "without" in e or "MuJoCo" in e), f"rc={rc} {e!r}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":
