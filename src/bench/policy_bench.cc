@@ -83,10 +83,11 @@ double frozen_backbone_seconds(PolicyState& state, const std::vector<TrainBatch>
   Bf16Autocast autocast(bf16, device.type());
   sync(device);
   auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = size_t(first); i < hosts.size(); ++i) {
-    auto in = hosts[i].micro[0].to(device);
-    policy->backbone->forward(in, model::make_groot_layout(in, policy->shape));
-  }
+  for (size_t i = size_t(first); i < hosts.size(); ++i)
+    for (const auto& micro : hosts[i].micro) {
+      auto in = micro.to(device);
+      policy->backbone->forward(in, model::make_groot_layout(in, policy->shape));
+    }
   sync(device);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -112,6 +113,11 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   if (is_groot) groot = groot_bench_shape(o.preset, spec);
   auto shape = is_groot ? groot->base : model::preset_shape(o.preset);
   if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
+  if (o.accumulation < 1 || o.accumulation > 1024)
+    throw Error(ErrorKind::kInvalidArgument, "--gradient_accumulation_steps: expected 1 to 1024 micro-batches, got " +
+                                                 std::to_string(o.accumulation));
+  if (o.gradient_checkpointing && is_groot)
+    throw Error(ErrorKind::kInvalidArgument, "--gradient_checkpointing: pi05 only (not groot)");
   if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
   if (!o.profile.empty()) {
     std::error_code ec;
@@ -141,7 +147,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   std::mt19937_64 rng(o.seed);
   at::manual_seed(o.seed);
   std::vector<std::vector<model::PolicySample>> batches;
-  for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size, rng));
+  for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size * o.accumulation, rng));
 
   std::vector<std::string> lines;
   // per run, in order: each backend in bf16 and then (--fp8) with the FP8 language backbone
@@ -166,6 +172,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     config.policy.tune_backbone = o.tune_backbone;
     config.policy.attention = model::attention_backend_name(backend);
     config.policy.fp8 = run.fp8;
+    config.policy.gradient_checkpointing = o.gradient_checkpointing;
     PolicyState state = build_policy_state(config, shape, device, nullptr, groot ? &*groot : nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
     LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
@@ -178,15 +185,22 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     // every step's inputs, collated and pinned before any step is timed
     std::vector<TrainBatch> hosts;
     for (const auto& b : batches) {
-      std::vector<const model::PolicySample*> ptrs;
-      for (const auto& s : b) ptrs.push_back(&s);
-      auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
       TrainBatch batch;
-      batch.samples = host.samples;
-      batch.loss_count = host.action_mask.sum().item<double>();
-      batch.micro.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
+      for (size_t first = 0; first < b.size(); first += size_t(o.batch_size)) {  // the step's micro-batches
+        std::vector<const model::PolicySample*> ptrs;
+        for (size_t k = first; k < std::min(b.size(), first + size_t(o.batch_size)); ++k) ptrs.push_back(&b[k]);
+        auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
+        batch.samples += host.samples;
+        batch.loss_count += host.action_mask.sum().item<double>();
+        batch.micro.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
+      }
       hosts.push_back(std::move(batch));
     }
+    auto shape_key = [](const TrainBatch& b) {
+      std::string key;
+      for (const auto& m : b.micro) key += m.shape_key() + ";";
+      return key;
+    };
     // The timed steps run back to back, as in training: the host queues each step while the GPU
     // runs the one before. Only --phases synchronises inside a step (to time its parts).
     at::Tensor last_loss_t;
@@ -215,7 +229,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
         // --warm_shapes: an untimed step on each timed batch whose shapes no step has run yet
         if (o.warm_shapes)
           for (size_t j = i; j < hosts.size(); ++j)
-            if (warm_keys.insert(hosts[j].micro[0].shape_key()).second) {
+            if (warm_keys.insert(shape_key(hosts[j])).second) {
               run_step(hosts[j], false);
               ++warm_shape_steps;
             }
@@ -227,22 +241,23 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
         }
         t0 = std::chrono::steady_clock::now();
       }
-      const auto& host = hosts[i].micro[0];
-      if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(host.shape_key());
+      if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(shape_key(hosts[i]));
       run_step(hosts[i], int(i) >= o.warmup);
       if (int(i) < o.warmup) continue;
-      samples += host.samples;
-      real_flops += state.module->step_flops(host, /*real=*/true);
-      auto layout = model::layout_work(host, shape);
-      auto flops_of = [&](const model::StepWork& w) {
-        return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
-                     : model::train_flops(w, shape);
-      };
-      const double with_filler = flops_of(layout);
-      layout.filler_tokens = 0;
-      layout_flops += with_filler;
-      filler_flops += with_filler - flops_of(layout);
-      real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+      for (const auto& host : hosts[i].micro) {
+        samples += host.samples;
+        real_flops += state.module->step_flops(host, /*real=*/true);
+        auto layout = model::layout_work(host, shape);
+        auto flops_of = [&](const model::StepWork& w) {
+          return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
+                       : model::train_flops(w, shape);
+        };
+        const double with_filler = flops_of(layout);
+        layout.filler_tokens = 0;
+        layout_flops += with_filler;
+        filler_flops += with_filler - flops_of(layout);
+        real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+      }
     }
     // the host's time to queue the timed steps; the step time less this is how far the host had
     // run ahead of the GPU by the end (a few ms: the GPU was waiting for the host somewhere)
@@ -266,6 +281,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     j["fp8"] = run.fp8;
     if (run.fp8) j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
     j["batch_size"] = o.batch_size;
+    j["gradient_accumulation_steps"] = o.accumulation;
+    j["gradient_checkpointing"] = o.gradient_checkpointing;
     j["steps"] = o.steps;
     if (groot) {
       const auto count = model::parameter_count(*groot);

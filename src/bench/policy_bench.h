@@ -24,7 +24,10 @@ struct PolicyBenchOptions {
   std::vector<std::string> backends = {"varlen", "padded"};
   std::string stream = "libero";
   std::string device = "auto";
-  int64_t batch_size = 16;  // samples per optimizer step
+  int64_t batch_size = 16;  // samples per micro-batch
+  // micro-batches of batch_size per optimizer step (ember train's --gradient_accumulation_steps)
+  int64_t accumulation = 1;
+  bool gradient_checkpointing = false;  // pi05: as ember train's --policy.gradient_checkpointing
   int warmup = 3, steps = 10;
   uint64_t seed = 0;
   bool bf16 = true;  // on CUDA

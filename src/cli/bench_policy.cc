@@ -23,7 +23,12 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_option("--attention", *attention, "varlen | padded | both (side by side, with the ratio)");
   cmd->add_option("--stream", o->stream, "libero | community");
   cmd->add_option("--device", o->device, "auto | cuda | cpu");
-  cmd->add_option("--batch_size", o->batch_size, "samples per optimizer step");
+  cmd->add_option("--batch_size", o->batch_size, "samples per micro-batch (per optimizer step without accumulation)");
+  cmd->add_option("--gradient_accumulation_steps", o->accumulation,
+                  "micro-batches of --batch_size per optimizer step (as ember train's flag)");
+  cmd->add_flag("--gradient_checkpointing", o->gradient_checkpointing,
+                "pi05: recompute each layer's activations in the backward pass (ember train's "
+                "--policy.gradient_checkpointing)");
   cmd->add_option("--warmup", o->warmup, "untimed steps first");
   cmd->add_option("--steps", o->steps, "timed steps");
   cmd->add_option("--seed", o->seed, "stream and initialisation seed");

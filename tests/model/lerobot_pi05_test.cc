@@ -15,6 +15,7 @@
 #include "ember/core/json_file.h"
 #include "ember/model/lerobot_pi05.h"
 #include "ember/model/pi05.h"
+#include "ember/model/processor.h"
 #include "ember/model/prompt.h"
 #include "ember/model/weights.h"
 #include "test_util.h"
@@ -223,6 +224,24 @@ TEST(LeRobotPi05, ProcessorStatisticsAndPromptAreLeRobots) {
     }
   }
   EXPECT_EQ(differ, 1);  // sample 1 has values below -1
+}
+
+// Section 4, step 8: LeRobot's resize_with_pad then x2 - 1 of a non-square camera image, and an
+// imported policy's images take that path (decoded at their stored size).
+TEST(LeRobotPi05, ImagesAreResizedWithPadAsLeRobots) {
+  auto in = ref("resize.input")[0], expected = ref("resize.output")[0];  // [3, 24, 40] in [0, 1]; [3, S, S]
+  auto out = resize_with_pad(in, expected.size(1)) * 2 - 1;
+  ASSERT_EQ(out.sizes(), expected.sizes());
+  EXPECT_LT(rel(out, expected), 1e-6);
+  // a square image of the policy's size is left alone
+  EXPECT_TRUE(at::equal(resize_with_pad(expected, expected.size(1)), expected));
+  auto im = import_lerobot_pi05(kFixture);
+  EXPECT_TRUE(im.spec.lerobot_images);
+  EXPECT_TRUE(FeatureSpec::from_json(im.spec.to_json(), "spec").lerobot_images);
+  const std::vector<std::string> texts{"pick the cube", "place it in the bowl"};
+  Tokenizer tokenizer = train_tokenizer(texts, {.vocab_size = 400});
+  SampleBuilder builder(im.spec, im.shape, tokenizer);
+  EXPECT_EQ(builder.dataset_options().image_width, 0);  // frames decoded as stored
 }
 
 // Row 17: an imported policy's loss counts the steps past an episode's end as LeRobot's does;

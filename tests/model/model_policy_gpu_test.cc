@@ -116,6 +116,24 @@ TEST(Pi05PolicyCuda, PrefixFillerChangesNothingInBf16) {
   expect_grads_close(filled, plain, 2e-2, c.policy);
 }
 
+// --policy.gradient_checkpointing on CUDA: the backward pass runs on autograd's device thread,
+// where autocast is off; the rerun restores the forward's bf16 autocast, so the loss and every
+// gradient equal the plain pass's within one bf16 step (7.8e-3): flash attention's backward and the
+// gradient sums run in another order (largest seen on the H200, 2026-12-01: 6.9e-3 of a max).
+TEST(Pi05PolicyCuda, GradientCheckpointingChangesNothingInBf16) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  CudaCase c;
+  for (auto backend : {AttentionBackend::kVarlen, AttentionBackend::kPadded}) {
+    auto in = c.inputs(backend);
+    c.policy->options.gradient_checkpointing = c.policy->vision->checkpoint_blocks = false;
+    auto plain = bf16_pass(c.policy, in, c.noise, c.time);
+    c.policy->options.gradient_checkpointing = c.policy->vision->checkpoint_blocks = true;
+    auto rerun = bf16_pass(c.policy, in, c.noise, c.time);
+    EXPECT_NEAR(rerun.loss, plain.loss, 1e-6 * std::abs(plain.loss)) << attention_backend_name(backend);
+    expect_grads_close(rerun, plain, 1e-2, c.policy);
+  }
+}
+
 // The vision tower's attention on CUDA (FlashAttention on the strided q, k, v views of the fused
 // qkv projection) equals PyTorch's math attention in fp32 within bf16 tolerance, forward and
 // backward, with a number of images that is not a multiple of anything.

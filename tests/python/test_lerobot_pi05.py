@@ -161,6 +161,26 @@ def main():
         check("its features keep LeRobot's rules", feats_json.get("lerobot_state_bins") and feats_json.get("loss_on_padded_steps"),
               str(feats_json)[:300])
 
+        # --rename_map: the policy keeps the fixture's camera name, the dataset's camera fills it
+        renamed = os.path.join(tmp, "policy_renamed")
+        shutil.copytree(policy, renamed)
+        cfg_r = json.load(open(os.path.join(renamed, "config.json")))
+        cfg_r["input_features"] = {("observation.images.base" if k == "observation.images.top" else k): v
+                                   for k, v in cfg_r["input_features"].items()}
+        json.dump(cfg_r, open(os.path.join(renamed, "config.json"), "w"), indent=2)
+        base_flags = [ember, "train", f"--dataset.root={dataset}", "--steps=1", "--batch_size=2", f"--policy.path={renamed}",
+                      f"--policy.tokenizer_path={tokenizer}", "--num_workers=1", "--log_freq=1"]
+        user_error("train --policy.path without a camera of the policy names it and --rename_map",
+                   base_flags + [f"--output_dir={os.path.join(tmp, 'r0')}"], ["observation.images.base", "--rename_map"])
+        rc, o, e = run(base_flags + [f"--output_dir={os.path.join(tmp, 'r1')}",
+                                     '--rename_map={"observation.images.top": "observation.images.base"}'], timeout=600)
+        check("train --rename_map fills the policy's camera from the dataset's", rc == 0, f"rc={rc} {e[-1500:]!r}")
+        user_error("--rename_map from a key the dataset lacks",
+                   base_flags + [f"--output_dir={os.path.join(tmp, 'r2')}", '--rename_map={"observation.images.side": "observation.images.base"}'],
+                   ["--rename_map", "observation.images.side"])
+        user_error("--rename_map that is not a JSON object",
+                   base_flags + [f"--output_dir={os.path.join(tmp, 'r3')}", "--rename_map=top:base"], ["--rename_map", "JSON object"])
+
         # predict with given noise, raw output in both formats; the same noise gives the same output
         noise = os.path.join(tmp, "noise.npy")
         write_npy(noise, 6, 8, 0.5)

@@ -50,7 +50,8 @@ TEST(TrainBadInput, AbsurdSizesAreRefusedNamingTheFlag) {
   test::TempDir dir;
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
            {"batch_size", "1000000000"}, {"batch_size", "9223372036854775807"}, {"policy.horizon", "1000000000"},
-           {"policy.horizon", "100000"}, {"dataset.image_size", "100000"}, {"num_workers", "1000000"}}) {
+           {"policy.horizon", "100000"}, {"dataset.image_size", "100000"}, {"num_workers", "1000000"},
+           {"gradient_accumulation_steps", "0"}, {"gradient_accumulation_steps", "100000"}}) {
     auto flags = tiny_flags(dir.path() + "/run", 1);
     flags.push_back("--" + flag + "=" + value);
     expect_has(error_of([&] { validate(parse_train_flags(flags)); }), "--" + flag);

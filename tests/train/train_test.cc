@@ -312,6 +312,38 @@ TEST(Train, PrefixFillerTrainsTheSameLosses) {
   }
 }
 
+// --gradient_accumulation_steps: 4 micro-batches of 4 samples make the step of one 16-sample batch
+// (the same samples, the same divisor), step after step (fp32, CPU: the sums' order differs)
+TEST(Train, GradientAccumulationTrainsTheLossesOfOneLargeBatch) {
+  test::TempDir dir;
+  auto large = four_step_losses(dir, "a", [](TrainConfig&) {});
+  auto accumulated = four_step_losses(dir, "b", [](TrainConfig& c) {
+    c.batch_size = 4;
+    c.gradient_accumulation_steps = 4;
+  });
+  auto smaller = four_step_losses(dir, "c", [](TrainConfig& c) { c.batch_size = 4; });
+  ASSERT_EQ(large.size(), accumulated.size());
+  for (size_t i = 0; i < large.size(); ++i)
+    EXPECT_NEAR(accumulated[i].second, large[i].second, 1e-5 * std::abs(large[i].second)) << "step " << large[i].first;
+  EXPECT_GT(std::abs(smaller[1].second - large[1].second), 1e-3 * std::abs(large[1].second));  // not a trivial pass
+}
+
+// --policy.gradient_checkpointing recomputes the same activations in the backward pass: the
+// same losses step after step, in both layouts
+TEST(Train, GradientCheckpointingTrainsTheSameLosses) {
+  test::TempDir dir;
+  for (const std::string attention : {"varlen", "padded"}) {
+    auto plain = four_step_losses(dir, attention + "a", [&](TrainConfig& c) { c.policy.attention = attention; });
+    auto recomputed = four_step_losses(dir, attention + "b", [&](TrainConfig& c) {
+      c.policy.attention = attention;
+      c.policy.gradient_checkpointing = true;
+    });
+    ASSERT_EQ(plain.size(), recomputed.size());
+    for (size_t i = 0; i < plain.size(); ++i)
+      EXPECT_NEAR(recomputed[i].second, plain[i].second, 1e-6 * std::abs(plain[i].second)) << attention << " step " << i;
+  }
+}
+
 TEST(Train, ImageTransformsTrainReproducibly) {
   test::TempDir dir;
   auto shifted = [](TrainConfig& c) { c.dataset.image_transforms_enable = true; };

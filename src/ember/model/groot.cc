@@ -340,8 +340,7 @@ LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> 
   const auto& actions = in.actions;  // [n, H, A]
   auto opts = actions.options();
   at::Tensor eps = noise ? *noise : at::randn(actions.sizes(), opts);
-  // N1.5's time: (s - Beta(1.5, 1)) / s with s = 0.999; Beta(1.5, 1) is U^(1/1.5)
-  at::Tensor t = time ? *time : (0.999 - at::pow(at::rand({in.samples}, opts), 1.0 / 1.5)) / 0.999;
+  at::Tensor t = time ? *time : flow_time(at::rand({in.samples}, opts));
   auto tt = t.view({-1, 1, 1});
   auto x_t = (1 - tt) * eps + tt * actions;
   auto target = actions - eps;

@@ -110,6 +110,8 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   // runs in inference mode.
   GrootPolicyImpl(const GrootShape& shape, bool tune_backbone = false);
 
+  // N1.5's time: (s - Beta(1.5, 1)) / s with s = 0.999 (Beta(1.5, 1) is u^(1/1.5))
+  at::Tensor flow_time(const at::Tensor& u) const override { return (0.999 - at::pow(u, 1.0 / 1.5)) / 0.999; }
   LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
                std::optional<at::Tensor> time = std::nullopt) override;
   at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;

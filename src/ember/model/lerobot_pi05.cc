@@ -399,6 +399,7 @@ FeatureSpec lerobot_features(const ojson& c, const std::string& file, PolicyShap
   FeatureSpec spec;
   spec.lerobot_state_bins = true;
   spec.loss_on_padded_steps = true;
+  spec.lerobot_images = true;
   if (!c.contains("input_features") || !c["input_features"].is_object()) bad(file, "field 'input_features' is missing or not an object");
   bool have_state = false;
   for (const auto& [key, f] : c["input_features"].items()) {
@@ -749,6 +750,7 @@ LeRobotImport import_lerobot_pi05(const fs::path& dir) {
       r.spec.cameras = {"observation.images.base_0_rgb", "observation.images.left_wrist_0_rgb", "observation.images.right_wrist_0_rgb"};
       r.spec.lerobot_state_bins = true;
       r.spec.loss_on_padded_steps = true;
+      r.spec.lerobot_images = true;  // openpi's PyTorch resize_with_pad is the same function
       r.spec.norm_options = {1e-6, data::EpsilonRule::kAddToRange};
       r.spec.modes[r.spec.state_key] = data::NormMode::kQuantiles;
       r.spec.modes[r.spec.action_key] = data::NormMode::kQuantiles;

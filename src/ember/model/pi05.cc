@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ember/model/activation_checkpoint.h"
 #include "ember/model/flops.h"
 
 namespace ember::model {
@@ -28,9 +29,10 @@ TowerLayerImpl::TowerLayerImpl(const TowerShape& s, int64_t cond_width, bool key
   mlp = register_module("mlp", GatedMlp(s.width, s.mlp, linear));
 }
 
-Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s, const PolicyOptions& options) : shape(s) {
+Pi05PolicyImpl::Pi05PolicyImpl(const PolicyShape& s, const PolicyOptions& options) : shape(s), options(options) {
   validate(s);
   vision = register_module("vision", VisionTower(s.vision));
+  vision->checkpoint_blocks = options.gradient_checkpointing;
   projector = register_module("projector", Dense(s.vision.width, s.lm.width));
   embedding = register_parameter("embedding", at::randn({s.vocab, s.lm.width}) * (1.0 / std::sqrt(double(s.lm.width))));
   lm_layers = register_module("lm", torch::nn::ModuleList());
@@ -67,51 +69,72 @@ at::Tensor heads_view(const at::Tensor& x, int64_t heads, int64_t dim) {
 
 at::Tensor Pi05PolicyImpl::run_layers(const PolicyInputs& in, at::Tensor xp, at::Tensor xs, const at::Tensor& cond,
                                       const PrefixCache* cache, PrefixCache* fill) {
-  const int64_t n = xs.size(0), h = xs.size(1), we = xs.size(2);
-  const int64_t heads = shape.lm.heads, kvh = shape.lm.kv_heads, hd = shape.lm.head_dim;
+  const int64_t hd = shape.lm.head_dim;
   const bool with_prefix = xp.defined();
   Rope rope_p, rope_s = make_rope(in.suffix_positions, hd);
   const AttentionPlan plan = in.plan.with_mask();
   if (with_prefix) rope_p = make_rope(in.prefix_positions, hd);
-  const int64_t layers = shape.lm.layers;
-  for (int64_t l = 0; l < layers; ++l) {
-    auto* lm = lm_layers[l]->as<TowerLayerImpl>();
-    auto* ex = expert_layers[l]->as<TowerLayerImpl>();
-    JointQKV qkv;
-    if (with_prefix) {
-      auto y = lm->norm1->forward(xp);
-      // the last layer's prefix queries would only produce the unused prefix output
-      if (l + 1 < layers) qkv.q_prefix = apply_rope(heads_view(lm->q->forward(y), heads, hd), rope_p);
-      qkv.k_prefix = apply_rope(heads_view(lm->k->forward(y), kvh, hd), rope_p);
-      qkv.v_prefix = heads_view(lm->v->forward(y), kvh, hd);
-      if (fill) {  // with gradients only for prefix_cache() under grad mode
-        const bool keep = at::GradMode::is_enabled();
-        fill->keys.push_back(keep ? qkv.k_prefix : qkv.k_prefix.detach());
-        fill->values.push_back(keep ? qkv.v_prefix : qkv.v_prefix.detach());
-      }
+  // checkpointing saves memory in training only (grad mode, the whole prefix recomputed)
+  const bool recompute = options.gradient_checkpointing && with_prefix && !fill && at::GradMode::is_enabled();
+  for (int64_t l = 0; l < shape.lm.layers; ++l) {
+    if (recompute) {
+      auto outs = checkpointed(
+          [this, l, plan, rope_p, rope_s](const std::vector<at::Tensor>& x) {
+            auto s = joint_layer(l, plan, rope_p, rope_s, x[0], x[1], x[2], nullptr, nullptr);
+            return s.prefix.defined() ? std::vector<at::Tensor>{s.suffix, s.prefix} : std::vector<at::Tensor>{s.suffix};
+          },
+          {xp, xs, cond});
+      xs = outs[0];
+      xp = outs.size() > 1 ? outs[1] : at::Tensor();
     } else {
-      qkv.k_prefix = cache->keys[l];
-      qkv.v_prefix = cache->values[l];
-    }
-    auto a1 = ex->ada1->forward(xs, cond);
-    auto ys = a1.y.reshape({n * h, we});
-    qkv.q_suffix = apply_rope(heads_view(ex->q->forward(ys), heads, hd), rope_s);
-    qkv.k_suffix = apply_rope(heads_view(ex->k->forward(ys), kvh, hd), rope_s);
-    qkv.v_suffix = heads_view(ex->v->forward(ys), kvh, hd);
-    // under autocast the two towers' projections share a dtype; without it they already do
-    auto out = joint_attention(plan, qkv);
-    // suffix stream
-    // gated residuals, one kernel each: xs + gate * f(...)
-    xs = at::addcmul(xs, a1.gate, ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we}));
-    auto a2 = ex->ada2->forward(xs, cond);
-    xs = at::addcmul(xs, a2.gate, ex->mlp->forward(a2.y));
-    // prefix stream (its output after the last layer is unused)
-    if (out.prefix.defined()) {
-      xp = xp + lm->o->forward(out.prefix.reshape({-1, heads * hd}));
-      xp = xp + lm->mlp->forward(lm->norm2->forward(xp));
+      auto s = joint_layer(l, plan, rope_p, rope_s, xp, xs, cond, cache, fill);
+      xp = s.prefix;
+      xs = s.suffix;
     }
   }
   return expert_final_norm->forward(xs, cond).y;
+}
+
+Pi05PolicyImpl::Streams Pi05PolicyImpl::joint_layer(int64_t l, const AttentionPlan& plan, const Rope& rope_p,
+                                                    const Rope& rope_s, at::Tensor xp, at::Tensor xs,
+                                                    const at::Tensor& cond, const PrefixCache* cache, PrefixCache* fill) {
+  const int64_t n = xs.size(0), h = xs.size(1), we = xs.size(2);
+  const int64_t heads = shape.lm.heads, kvh = shape.lm.kv_heads, hd = shape.lm.head_dim;
+  const int64_t layers = shape.lm.layers;
+  auto* lm = lm_layers[l]->as<TowerLayerImpl>();
+  auto* ex = expert_layers[l]->as<TowerLayerImpl>();
+  JointQKV qkv;
+  if (xp.defined()) {
+    auto y = lm->norm1->forward(xp);
+    // the last layer's prefix queries would only produce the unused prefix output
+    if (l + 1 < layers) qkv.q_prefix = apply_rope(heads_view(lm->q->forward(y), heads, hd), rope_p);
+    qkv.k_prefix = apply_rope(heads_view(lm->k->forward(y), kvh, hd), rope_p);
+    qkv.v_prefix = heads_view(lm->v->forward(y), kvh, hd);
+    if (fill) {  // with gradients only for prefix_cache() under grad mode
+      const bool keep = at::GradMode::is_enabled();
+      fill->keys.push_back(keep ? qkv.k_prefix : qkv.k_prefix.detach());
+      fill->values.push_back(keep ? qkv.v_prefix : qkv.v_prefix.detach());
+    }
+  } else {
+    qkv.k_prefix = cache->keys[l];
+    qkv.v_prefix = cache->values[l];
+  }
+  auto a1 = ex->ada1->forward(xs, cond);
+  auto ys = a1.y.reshape({n * h, we});
+  qkv.q_suffix = apply_rope(heads_view(ex->q->forward(ys), heads, hd), rope_s);
+  qkv.k_suffix = apply_rope(heads_view(ex->k->forward(ys), kvh, hd), rope_s);
+  qkv.v_suffix = heads_view(ex->v->forward(ys), kvh, hd);
+  // under autocast the two towers' projections share a dtype; without it they already do
+  auto out = joint_attention(plan, qkv);
+  // suffix stream: gated residuals, one kernel each: xs + gate * f(...)
+  xs = at::addcmul(xs, a1.gate, ex->o->forward(out.suffix.reshape({n * h, heads * hd})).view({n, h, we}));
+  auto a2 = ex->ada2->forward(xs, cond);
+  xs = at::addcmul(xs, a2.gate, ex->mlp->forward(a2.y));
+  // prefix stream (its output after the last layer is unused)
+  if (!out.prefix.defined()) return {at::Tensor(), xs};
+  xp = xp + lm->o->forward(out.prefix.reshape({-1, heads * hd}));
+  xp = xp + lm->mlp->forward(lm->norm2->forward(xp));
+  return {xp, xs};
 }
 
 at::Tensor Pi05PolicyImpl::velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t,
@@ -128,13 +151,7 @@ LossOut Pi05PolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> n
   const auto& actions = in.actions;  // [n, H, A]
   auto opts = actions.options();
   at::Tensor eps = noise ? *noise : at::randn(actions.sizes(), opts);
-  at::Tensor t;
-  if (time) {
-    t = *time;
-  } else {
-    // Beta(1.5, 1) is U^(1/1.5)
-    t = at::pow(at::rand({in.samples}, opts), 1.0 / 1.5) * 0.999 + 0.001;
-  }
+  at::Tensor t = time ? *time : flow_time(at::rand({in.samples}, opts));
   auto tt = t.view({-1, 1, 1});
   auto x_t = tt * eps + (1 - tt) * actions;
   auto target = eps - actions;

@@ -51,6 +51,10 @@ struct PolicyOptions {
   // projections stay bf16 (the expert's layers, 800 tokens at batch 16, ran 0.38-0.49x of bf16
   // in FP8: `ember bench fp8_linear`, H200, 2026-12-01)
   bool fp8 = false;
+  // --policy.gradient_checkpointing (lerobot's flag): in training, each joint layer and each
+  // vision block keeps only its inputs and recomputes its activations in the backward pass
+  // (activation_checkpoint.h): less memory, about one more forward pass of work
+  bool gradient_checkpointing = false;
 };
 
 class Pi05PolicyImpl : public PolicyModuleImpl {
@@ -66,6 +70,8 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
   at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
   double step_flops(const PolicyInputs& in, bool real) const override;
+  // pi0's Beta(1.5, 1) * 0.999 + 0.001 (Beta(1.5, 1) is u^(1/1.5))
+  at::Tensor flow_time(const at::Tensor& u) const override { return at::pow(u, 1.0 / 1.5) * 0.999 + 0.001; }
   std::string type() const override { return "pi05"; }
 
   // The prefix's keys and values per layer, computed once for several velocity_cached() calls
@@ -86,6 +92,7 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   }
 
   PolicyShape shape;
+  PolicyOptions options;
   VisionTower vision{nullptr};
   Dense projector{nullptr};
   at::Tensor embedding;  // [vocab, Dlm]
@@ -99,6 +106,13 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // when given. Returns the suffix output [n, H, De] after the final norm.
   at::Tensor run_layers(const PolicyInputs& in, at::Tensor x_prefix, at::Tensor x_suffix, const at::Tensor& cond,
                         const PrefixCache* cache, PrefixCache* fill);
+  struct Streams {
+    at::Tensor prefix, suffix;  // [Tp, Dlm] (undefined after the last layer), [n, H, De]
+  };
+  // Joint layer l on the prefix stream xp (undefined: `cache` supplies its keys/values) and the
+  // suffix stream xs [n, H, De] under condition cond [n, De].
+  Streams joint_layer(int64_t l, const AttentionPlan& plan, const Rope& rope_p, const Rope& rope_s, at::Tensor xp,
+                      at::Tensor xs, const at::Tensor& cond, const PrefixCache* cache, PrefixCache* fill);
   // velocity [n, H, A] for noisy actions x_t [n, H, A] at times t [n]
   at::Tensor velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t, const at::Tensor& t,
                       const PrefixCache* cache, PrefixCache* fill);

@@ -23,6 +23,10 @@ class PolicyModuleImpl : public torch::nn::Module {
   // generator) when not given; tests pass them to compare layouts.
   virtual LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
                        std::optional<at::Tensor> time = std::nullopt) = 0;
+  // The flow-matching times [n] of uniform draws u [n] in [0, 1): what loss() draws from when
+  // not given a time (the trainer draws a step's noise and times at once, so that how the step
+  // is split into micro-batches does not change them).
+  virtual at::Tensor flow_time(const at::Tensor& u) const = 0;
   // Integrates the flow from noise (drawn when not given): [n, H, max_action_dim] normalised actions.
   virtual at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) = 0;
   // Training FLOPs (forward + backward, model/flops.h's counting) of a step on the host-side

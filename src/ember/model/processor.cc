@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "ember/core/error.h"
@@ -56,19 +57,28 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
   return spec;
 }
 
-FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like) {
+FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like,
+                              const std::map<std::string, std::string>& rename) {
   FeatureSpec spec = like;
   spec.fps = meta.info.fps;
+  spec.camera_sources.clear();
+  for (const auto& [from, to] : rename) {
+    if (std::find(spec.cameras.begin(), spec.cameras.end(), to) == spec.cameras.end())
+      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': the policy has no camera '" + to + "'");
+    if (!meta.info.find(from))
+      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': dataset " + meta.root + " has no feature '" + from + "'");
+    spec.camera_sources[to] = from;
+  }
   if (int(spec.cameras.size()) > shape.max_cameras)
     bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
   for (const auto& cam : spec.cameras) {
-    if (cam.find("empty_camera_") != std::string::npos) continue;  // an empty slot (LeRobot's empty_cameras)
+    if (cam.find("empty_camera_") != std::string::npos || spec.camera_sources.count(cam)) continue;  // an empty slot (LeRobot's empty_cameras), a renamed one
     if (!meta.info.find(cam))
       bad(meta.root, "no camera '" + cam + "', which the policy reads (its cameras, in slot order: " + [&] {
             std::string all;
             for (const auto& c : spec.cameras) all += (all.empty() ? "" : ", ") + c;
             return all;
-          }() + ")");
+          }() + "; --rename_map maps a dataset camera to one)");
   }
   auto dim_of = [&](const std::string& key) {
     const auto* f = meta.info.find(key);
@@ -110,6 +120,7 @@ nlohmann::json FeatureSpec::to_json() const {
   if (norm_options.rule == data::EpsilonRule::kAddToRange) j["norm_eps_rule"] = "add_to_range";
   if (lerobot_state_bins) j["lerobot_state_bins"] = true;
   if (loss_on_padded_steps) j["loss_on_padded_steps"] = true;
+  if (lerobot_images) j["lerobot_images"] = true;
   return j;
 }
 
@@ -131,6 +142,7 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
     if (j.value("norm_eps_rule", std::string()) == "add_to_range") s.norm_options.rule = data::EpsilonRule::kAddToRange;
     s.lerobot_state_bins = j.value("lerobot_state_bins", false);
     s.loss_on_padded_steps = j.value("loss_on_padded_steps", false);
+    s.lerobot_images = j.value("lerobot_images", false);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kCorruption, what + ": " + e.what());
@@ -145,7 +157,8 @@ data::DatasetOptions SampleBuilder::dataset_options() const {
   std::vector<double> offsets;
   for (int h = 0; h < shape_.horizon; ++h) offsets.push_back(h / spec_.fps);
   o.delta_timestamps[spec_.action_key] = offsets;
-  o.image_width = o.image_height = shape_.vision.image_size;  // video frames scaled by the decoder
+  // video frames scaled by the decoder; LeRobot's image path decodes them at their stored size
+  if (!spec_.lerobot_images) o.image_width = o.image_height = shape_.vision.image_size;
   o.threads = 1;  // the loader builds several samples at once instead
   return o;
 }
@@ -153,11 +166,23 @@ data::DatasetOptions SampleBuilder::dataset_options() const {
 at::Tensor SampleBuilder::image_tensor(const io::Image& image) const {
   const int s = shape_.vision.image_size;
   auto hwc = at::from_blob(const_cast<uint8_t*>(image.rgb.data()), {image.height, image.width, 3}, at::kByte);
+  if (spec_.lerobot_images)  // in LeRobot's order of operations, for the same floats
+    return resize_with_pad(hwc.permute({2, 0, 1}).to(at::kFloat).div_(255.0), s).mul(2.0).sub_(1.0).contiguous();
   auto x = hwc.permute({2, 0, 1}).to(at::kFloat).div_(127.5).sub_(1.0);  // [3, h, w] in [-1, 1]
   if (image.height != s || image.width != s) {
     x = at::upsample_bilinear2d(x.unsqueeze(0), {s, s}, /*align_corners=*/false).squeeze(0);
   }
   return x.contiguous();
+}
+
+at::Tensor resize_with_pad(const at::Tensor& image, int64_t size) {
+  const int64_t h = image.size(1), w = image.size(2);
+  if (h == size && w == size) return image;
+  const double ratio = std::max(double(w) / double(size), double(h) / double(size));
+  const auto rh = int64_t(double(h) / ratio), rw = int64_t(double(w) / ratio);
+  auto resized = at::upsample_bilinear2d(image.unsqueeze(0), {rh, rw}, /*align_corners=*/false).clamp_(0.0, 1.0);
+  const int64_t top = (size - rh) / 2, left = (size - rw) / 2;
+  return at::constant_pad_nd(resized, {left, size - rw - left, top, size - rh - top}, 0.0).squeeze(0);
 }
 
 std::vector<float> SampleBuilder::normalized_state(const data::Item& item) const {
@@ -181,7 +206,8 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
   model::PolicySample s;
   uint64_t draw = shift ? shift->seed : 0;
   for (size_t c = 0; c < spec_.cameras.size(); ++c) {
-    auto it = item.images.find(spec_.cameras[c]);
+    auto source = spec_.camera_sources.find(spec_.cameras[c]);
+    auto it = item.images.find(source == spec_.camera_sources.end() ? spec_.cameras[c] : source->second);
     if (it == item.images.end() || it->second.empty()) continue;  // an absent camera costs nothing
     at::Tensor image = image_tensor(it->second.front());
     if (shift && shift->max_fraction > 0) {

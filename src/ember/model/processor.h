@@ -5,7 +5,8 @@
 // Normalisation as LeRobot's pi05: state and action by QUANTILES (q01, q99) when the dataset's
 // statistics have them, else MEAN_STD; images by IDENTITY. The modes and statistics used are
 // saved with the checkpoint (normalization.json), so inference needs only the checkpoint.
-// Cameras are resized to the policy's square input without keeping the aspect ratio.
+// Cameras are resized to the policy's square input without keeping the aspect ratio; policies
+// imported from LeRobot decode them at their stored size and resize-with-pad as LeRobot does.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,13 @@ struct FeatureSpec {
   // optimises LeRobot's objective and the prompt is LeRobot's:
   bool lerobot_state_bins = false;    // normalised states below -1 give bin -1 (ember: bin 0)
   bool loss_on_padded_steps = false;  // the loss counts chunk steps past the episode's end
+  // images as LeRobot's pi05 sees them: decoded at their stored size, scaled to [0, 1], then
+  // resize_with_pad (aspect kept, centred zero padding), then x2 - 1 (ember: decoded at the
+  // policy's size, or stretched to it, and u8 / 127.5 - 1)
+  bool lerobot_images = false;
+  // policy camera -> the dataset's key it reads (lerobot-train's --rename_map); a property of
+  // the run, not of the policy: not saved
+  std::map<std::string, std::string> camera_sources;
 
   nlohmann::json to_json() const;
   static FeatureSpec from_json(const nlohmann::json& j, const std::string& what);
@@ -46,8 +54,12 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
 // The same for a policy whose features are fixed already (an imported one, `like`): its
 // cameras in its slot order (each must be a dataset feature or be one of its empty slots),
 // state/action keys, modes and rules; dims and statistics from the dataset, as lerobot-train
-// fine-tunes. Throws kInvalidArgument naming the dataset and the feature.
-FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like);
+// fine-tunes. rename: dataset key -> the policy camera it fills (lerobot-train's --rename_map,
+// e.g. observation.images.top -> observation.images.base_0_rgb). Throws kInvalidArgument naming
+// the dataset and the feature, or --rename_map and the entry that names no dataset feature or
+// no camera of the policy.
+FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureSpec& like,
+                              const std::map<std::string, std::string>& rename = {});
 
 class SampleBuilder {
  public:
@@ -83,6 +95,13 @@ class SampleBuilder {
   const model::Tokenizer& tokenizer_;
   data::Normalizer normalizer_;
 };
+
+// LeRobot's (and openpi's PyTorch) resize_with_pad: image [3, h, w] float32 in [0, 1] to
+// [3, size, size] keeping the aspect ratio: scaled by 1 / max(w, h) * size to int(h / r) x
+// int(w / r) (bilinear, align_corners false, no antialiasing), clamped to [0, 1], then padded
+// with zeros, centred (the top and left get the smaller half). An image of that size already is
+// returned as it is.
+at::Tensor resize_with_pad(const at::Tensor& image, int64_t size);
 
 // The pi0.5 prompt texts of a dataset's tasks with a spread of state bins, for training a
 // tokenizer that has pieces for the numbers it will see.

@@ -1,5 +1,6 @@
 #include "ember/model/vision.h"
 
+#include "ember/model/activation_checkpoint.h"
 #include "ember/model/attention.h"
 
 namespace ember::model {
@@ -45,7 +46,13 @@ at::Tensor VisionTowerImpl::forward(const at::Tensor& images) const {
   // the residual stream keeps the patch embedding's dtype (bf16 under autocast), as the language
   // model's does; the float32 positions would make it float32
   auto x = (e + positions).to(e.scalar_type());
-  for (const auto& block : *blocks) x = block->as<VitBlockImpl>()->forward(x);
+  for (const auto& block : *blocks) {
+    const auto* b = block->as<VitBlockImpl>();
+    if (checkpoint_blocks)
+      x = checkpointed([b](const std::vector<at::Tensor>& in) { return std::vector<at::Tensor>{b->forward(in[0])}; }, {x})[0];
+    else
+      x = b->forward(x);
+  }
   return final_norm->forward(x);
 }
 

@@ -35,6 +35,8 @@ class VisionTowerImpl : public torch::nn::Module {
   at::Tensor patch_weight, patch_bias, positions;  // [w, 3, p, p], [w], [P, w]
   torch::nn::ModuleList blocks;
   LayerNorm final_norm{nullptr};
+  // in training, each block's activations recomputed in the backward pass (activation_checkpoint.h)
+  bool checkpoint_blocks = false;
 };
 TORCH_MODULE(VisionTower);
 

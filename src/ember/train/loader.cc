@@ -26,7 +26,7 @@ Loader::~Loader() {
 
 TrainBatch Loader::build(const data::LoaderPosition& position) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto share = sampler_.next_batch(position, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
+  auto share = sampler_.next_batch(position, step_samples(), options_.rank, options_.world_size);
   // build this rank's samples on the pool
   std::vector<std::future<model::PolicySample>> futures;
   const uint64_t epoch_seed = data::mix64(data::mix64(options_.seed) + uint64_t(position.epoch));
@@ -55,15 +55,25 @@ TrainBatch Loader::build(const data::LoaderPosition& position) {
     lens.push_back(p);
     batch.tokens += p.length();
   }
+  // gradient accumulation: consecutive runs of batch_size samples, each packed on its own
   std::vector<data::PackBatch> groups;
-  if (options_.token_budget > 0 && !lens.empty()) {
-    try {
-      groups = data::pack(lens, options_.token_budget, {.window = 0, .max_samples_per_batch = 0});
-    } catch (const Error& e) {
-      throw Error(e.kind(), "--policy.token_budget=" + std::to_string(options_.token_budget) + ": " + e.what());
+  for (size_t first = 0; first < lens.size(); first += size_t(options_.batch_size)) {
+    const size_t count = std::min(lens.size() - first, size_t(options_.batch_size));
+    std::span<const data::PackSample> part(lens.data() + first, count);
+    std::vector<data::PackBatch> part_groups;
+    if (options_.token_budget > 0) {
+      try {
+        part_groups = data::pack(part, options_.token_budget, {.window = 0, .max_samples_per_batch = 0});
+      } catch (const Error& e) {
+        throw Error(e.kind(), "--policy.token_budget=" + std::to_string(options_.token_budget) + ": " + e.what());
+      }
+    } else {
+      part_groups = data::fixed_size_batches(int64_t(count), int64_t(count));
     }
-  } else if (!lens.empty()) {
-    groups = data::fixed_size_batches(int64_t(lens.size()), int64_t(lens.size()));
+    for (auto& g : part_groups) {
+      for (auto& i : g) i += int64_t(first);
+      groups.push_back(std::move(g));
+    }
   }
   for (const auto& g : groups) {
     std::vector<const model::PolicySample*> ptrs;
@@ -90,7 +100,7 @@ void Loader::produce(data::LoaderPosition position) {
         std::vector<int64_t> coming;  // this rank's frames of the next steps, in reading order
         data::LoaderPosition at = position;
         for (int k = 0; k < options_.lookahead_steps; ++k) {
-          auto share = sampler_.next_batch(at, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
+          auto share = sampler_.next_batch(at, step_samples(), options_.rank, options_.world_size);
           coming.insert(coming.end(), share.frames.begin(), share.frames.end());
           at = share.next;
         }

@@ -22,7 +22,8 @@
 namespace ember::train {
 
 struct LoaderOptions {
-  int64_t batch_size = 8;  // samples per step per rank
+  int64_t batch_size = 8;  // samples per micro-batch per rank
+  int64_t accumulation = 1;  // micro-batches of batch_size per step (--gradient_accumulation_steps)
   int rank = 0, world_size = 1;
   int workers = 4;         // sample-building threads
   int prefetch = 4;        // steps queued ahead
@@ -65,6 +66,8 @@ class Loader {
  private:
   void produce(data::LoaderPosition position);
   TrainBatch build(const data::LoaderPosition& position);
+  // samples of one optimizer step over all ranks
+  int64_t step_samples() const { return options_.batch_size * options_.accumulation * options_.world_size; }
 
   const data::Dataset& dataset_;
   const data::FrameSampler& sampler_;

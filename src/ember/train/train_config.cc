@@ -48,6 +48,7 @@ void visit_fields(Config& c, V&& v) {
   v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
   v("policy.fp8", c.policy.fp8, Choices{});
   v("policy.tune_backbone", c.policy.tune_backbone, Choices{});
+  v("policy.gradient_checkpointing", c.policy.gradient_checkpointing, Choices{});
   v("optimizer.lr", c.optimizer.lr, Choices{});
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{});
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{});
@@ -63,6 +64,7 @@ void visit_fields(Config& c, V&& v) {
   v("output_dir", c.output_dir, Choices{});
   v("steps", c.steps, Choices{});
   v("batch_size", c.batch_size, Choices{});
+  v("gradient_accumulation_steps", c.gradient_accumulation_steps, Choices{});
   v("seed", c.seed, Choices{});
   v("log_freq", c.log_freq, Choices{});
   v("save_freq", c.save_freq, Choices{});
@@ -71,6 +73,7 @@ void visit_fields(Config& c, V&& v) {
   v("save_checkpoint", c.save_checkpoint, Choices{});
   v("profile_steps", c.profile_steps, Choices{});
   v("device", c.device, Choices{"auto", "cuda", "cpu"});
+  v("rename_map", c.rename_map, Choices{});
 }
 
 [[noreturn]] void bad(const std::string& message) { fail(ErrorKind::kInvalidArgument, message); }
@@ -415,7 +418,11 @@ void validate(const TrainConfig& c) {
   require(c.steps > 0 && c.steps <= kMaxSteps, "steps", c.steps, "1 to " + std::to_string(kMaxSteps));
   // upper bounds: a value past them asks for more memory or threads than any machine has
   require(c.batch_size > 0 && c.batch_size <= kMaxBatchSize, "batch_size", c.batch_size,
-          "1 to " + std::to_string(kMaxBatchSize) + " samples per step");
+          "1 to " + std::to_string(kMaxBatchSize) + " samples per micro-batch");
+  require(c.gradient_accumulation_steps > 0 && c.gradient_accumulation_steps <= kMaxBatchSize / c.batch_size,
+          "gradient_accumulation_steps", c.gradient_accumulation_steps,
+          "1 to " + std::to_string(std::max<int64_t>(1, kMaxBatchSize / c.batch_size)) + " micro-batches per step (batch_size x it at most " +
+              std::to_string(kMaxBatchSize) + ")");
   require(c.log_freq > 0, "log_freq", c.log_freq, "a positive integer");
   require(c.save_freq > 0, "save_freq", c.save_freq, "a positive integer");
   if (c.num_workers) require(*c.num_workers >= 0 && *c.num_workers <= kMaxWorkers, "num_workers", *c.num_workers, "0 to " + std::to_string(kMaxWorkers) + " threads");
@@ -457,13 +464,33 @@ void validate(const TrainConfig& c) {
     require(c.policy.preset != "pi05", "policy.preset", c.policy.preset, "tiny, small or n15 with --policy.type=groot");
     require(!c.policy.path, "policy.path", c.policy.path.value_or(""), "unset with --policy.type=groot (imports are pi0.5 only)");
     require(c.policy.param_dtype == "fp32", "policy.param_dtype", c.policy.param_dtype, "fp32 with --policy.type=groot");
+    require(!c.policy.gradient_checkpointing, "policy.gradient_checkpointing", "true",
+            "false with --policy.type=groot (pi05 only for now)");
   } else {
     require(c.policy.preset != "n15", "policy.preset", c.policy.preset, "tiny, small or pi05 with --policy.type=pi05 (n15 is groot's)");
     require(!c.policy.tune_backbone, "policy.tune_backbone", "true", "false with --policy.type=pi05 (pi0.5 trains every weight)");
   }
+  rename_map_of(c);  // throws naming the flag
+  require(!c.rename_map || c.policy.path, "rename_map", std::string(),
+          "--policy.path with it (ember's own policies read the dataset's camera names)");
   require(c.dist.zero == 0 || c.dist.zero == 1, "dist.zero", c.dist.zero, "0 or 1");
   require(c.dist.timeout_s > 0, "dist.timeout_s", c.dist.timeout_s, "a positive number of seconds");
   require(c.dist.bucket_mb > 0, "dist.bucket_mb", c.dist.bucket_mb, "a positive number of MiB");
+}
+
+std::map<std::string, std::string> rename_map_of(const TrainConfig& c) {
+  std::map<std::string, std::string> out;
+  if (!c.rename_map) return out;
+  const json j = json::parse(*c.rename_map, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    bad("--rename_map: expected a JSON object like '{\"observation.images.top\": \"observation.images.base_0_rgb\"}', got '" +
+        *c.rename_map + "'");
+  for (const auto& [from, to] : j.items()) {
+    if (!to.is_string() || from.empty() || to.get<std::string>().empty())
+      bad("--rename_map: entry '" + from + "' must map a dataset key to a non-empty policy key, got " + to.dump());
+    out[from] = to.get<std::string>();
+  }
+  return out;
 }
 
 int64_t default_num_workers(bool cuda, int cores, int ranks_on_host) {

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -77,6 +78,10 @@ struct PolicyConfig {
   // groot: train the vision-language backbone too (default: frozen, as GR00T-N1.5 fine-tunes;
   // its forward then runs without autograd). groot's horizon and num_steps default to 16 and 4.
   bool tune_backbone = false;
+  // --policy.gradient_checkpointing (lerobot's flag): pi05's joint layers and vision blocks keep
+  // only their inputs and recompute the rest in the backward pass (model/activation_checkpoint.h):
+  // activation memory of one layer instead of all, for about a third more compute
+  bool gradient_checkpointing = false;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)
@@ -109,7 +114,11 @@ struct TrainConfig {
   DistConfig dist;
   std::string output_dir;             // required
   int64_t steps = 30000;              // optimizer updates in the whole run
-  int64_t batch_size = 8;             // samples per step per rank
+  int64_t batch_size = 8;             // samples per micro-batch per rank
+  // micro-batches of batch_size per optimizer step (per rank): their gradients add up before the
+  // step, which equals one batch of batch_size x gradient_accumulation_steps (the same samples,
+  // the same loss normalisation) in the memory of one micro-batch
+  int64_t gradient_accumulation_steps = 1;
   int64_t seed = 1000;
   int64_t log_freq = 200;             // metrics every this many steps
   int64_t save_freq = 20000;          // a checkpoint every this many steps (and at the end)
@@ -123,7 +132,14 @@ struct TrainConfig {
   // trace; bench/trace_summary.py). The recorded steps run slower.
   int64_t profile_steps = 0;
   std::string device = "auto";        // auto | cuda | cpu; the caller resolves auto
+  // lerobot-train's --rename_map, as JSON text: dataset key -> the imported policy's camera it
+  // fills, e.g. '{"observation.images.top": "observation.images.base_0_rgb"}' (--policy.path runs)
+  std::optional<std::string> rename_map;
 };
+
+// The parsed --rename_map (empty when unset). Throws kInvalidArgument naming the flag when it is
+// not a JSON object of strings.
+std::map<std::string, std::string> rename_map_of(const TrainConfig& config);
 
 // Parses command-line flags (without the program and subcommand names) into a validated
 // config. Throws ember::Error kInvalidArgument naming the flag: an unknown flag (with the

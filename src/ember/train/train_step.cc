@@ -31,7 +31,7 @@ PolicyState build_policy_state(const TrainConfig& config, const model::PolicySha
     s.groot = *groot;
     s.module = model::GrootPolicy(*groot, config.policy.tune_backbone).ptr();
   } else {
-    s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8});
+    s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8, .gradient_checkpointing = config.policy.gradient_checkpointing});
     if (config.policy.fp8) check_fp8(s.policy, shape, device);
     s.module = s.policy.ptr();
   }
@@ -67,6 +67,16 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));
   StepOutput out;
   at::Tensor grad_scale;  // ranks only
+  // the step's flow noise and times, drawn at once in sample order (as loss() would draw them for
+  // one micro-batch): splitting the step into micro-batches (accumulation) does not change them
+  at::Tensor noise, time;
+  if (!batch.micro.empty() && batch.samples > 0) {
+    const auto& a = batch.micro.front().actions;  // [n, H, max_action_dim]
+    const auto opts = at::TensorOptions().device(device_).dtype(at::kFloat);
+    noise = at::randn({batch.samples, a.size(1), a.size(2)}, opts);
+    time = policy->flow_time(at::rand({batch.samples}, opts));
+  }
+  int64_t first = 0;  // the micro-batch's first sample in the step
   size_t micro_done = 0;
   for (const auto& micro_host : batch.micro) {
     if (collectives_ && ++micro_done == batch.micro.size()) collectives_->arm_gradient_sync();
@@ -75,7 +85,11 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
     {
       Bf16Autocast bf16_scope(autocast_, device_.type());
       if (mark) mark(StepPhase::kCopy);
-      lo = policy->loss(micro);
+      const int64_t n = micro.samples;
+      lo = noise.defined() && first + n <= noise.size(0)
+               ? policy->loss(micro, noise.narrow(0, first, n), time.narrow(0, first, n))
+               : policy->loss(micro);
+      first += n;
       if (mark) mark(StepPhase::kForward);
       (lo.loss_sum / divisor).backward();
       if (mark) mark(StepPhase::kBackward);

@@ -62,6 +62,7 @@ std::optional<fs::path> resume_dir(const TrainConfig& config) {
 LoaderOptions loader_options(const TrainConfig& config, int rank, int world, int64_t workers, at::Device device) {
   LoaderOptions lo;
   lo.batch_size = config.batch_size;
+  lo.accumulation = config.gradient_accumulation_steps;
   lo.rank = rank;
   lo.world_size = world;
   lo.workers = int(workers);
@@ -166,9 +167,9 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (imported) like = imported->spec;
   if (resume && fs::exists(*resume / "features.json")) {  // a run that started from --policy.path keeps LeRobot's rules
     auto saved = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
-    if (saved.lerobot_state_bins || saved.loss_on_padded_steps) like = saved;
+    if (saved.lerobot_state_bins || saved.loss_on_padded_steps || saved.lerobot_images) like = saved;
   }
-  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like) : model::feature_spec(meta, shape);
+  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config)) : model::feature_spec(meta, shape);
   if (groot) with_dataset_embodiment(*groot, spec, config.dataset.root, resume.has_value());
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
@@ -247,7 +248,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   // bf16 parameters need autocast on CPU too (fp32 inputs meet bf16 weights); the ranks' loss
   // divisor (see TrainStep): about the global count of real action values
   const bool autocast = bf16 || config.policy.param_dtype == "bf16";
-  const double common_divisor = double(std::max<int64_t>(1, config.batch_size * world * shape.horizon));
+  const double common_divisor = double(std::max<int64_t>(1, config.batch_size * config.gradient_accumulation_steps * world * shape.horizon));
   TrainStep train_step(ps, device, config.optimizer.grad_clip_norm, autocast, coll, common_divisor);
   // ranks on CUDA: the host runs at most 2 steps ahead of its GPU, with a bounded wait, so that a
   // rank that stops is named (by the barrier) instead of every host blocking in a kernel launch
