@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "ember/model/fp8_linear.h"
 
 namespace ember::model::testing {
@@ -32,6 +34,15 @@ inline at::Tensor over_tokens(const at::Tensor& a, const at::Tensor& b, int64_t 
 inline double rel(const at::Tensor& got, const at::Tensor& want) {
   auto g = got.cpu().to(at::kFloat), w = want.cpu().to(at::kFloat);
   return (g - w).norm().item<double>() / w.norm().item<double>();
+}
+
+// the fraction of e4m3 values (float8 tensors of one shape) that differ, and whether any differs
+// by more than one step of e4m3 (a rounding flip of a float32 value an ulp away; +0 == -0)
+inline std::pair<double, bool> code_mismatch(const at::Tensor& a, const at::Tensor& b) {
+  auto x = a.cpu().to(at::kFloat), y = b.cpu().to(at::kFloat);
+  auto diff = (x - y).abs();
+  auto step = at::maximum(x.abs(), y.abs()) * 0.125 + 0x1p-9;
+  return {diff.ne(0).to(at::kFloat).mean().item<double>(), diff.gt(step).any().item<bool>()};
 }
 
 }  // namespace ember::model::testing

@@ -15,19 +15,11 @@
 namespace ember::model {
 namespace {
 
+using testing::code_mismatch;
 using testing::over_tokens;
 using testing::rel;
 using testing::via_blocks;
 using testing::via_rows;
-
-// the fraction of e4m3 values that differ, and whether any differs by more than one step of
-// e4m3 (a rounding flip of a float32 value an ulp away; +0 and -0 are equal)
-std::pair<double, bool> code_mismatch(const at::Tensor& a, const at::Tensor& b) {
-  auto x = a.to(at::kFloat), y = b.to(at::kFloat);
-  auto diff = (x - y).abs();
-  auto step = at::maximum(x.abs(), y.abs()) * 0.125 + 0x1p-9;
-  return {diff.ne(0).to(at::kFloat).mean().item<double>(), diff.gt(step).any().item<bool>()};
-}
 
 // the gradients of gelu_tanh(g) * u by ATen's autograd: [dg | du]
 at::Tensor gelu_mul_grads(const at::Tensor& dh, const at::Tensor& g, const at::Tensor& u) {
