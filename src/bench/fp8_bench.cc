@@ -11,6 +11,8 @@
 #include "ember/core/error.h"
 #include "ember/model/device.h"
 #include "ember/model/fp8_linear.h"
+#include "ember/model/fp8_mlp.h"
+#include "ember/model/fused_ops.h"
 #include "ember/model/policy_shape.h"
 
 namespace ember::bench {
@@ -22,8 +24,11 @@ struct LayerShape {
   int64_t tokens, in, out;
 };
 
+// the language backbone's tokens of a batch: 2 cameras and a 48-token prompt per sample
+int64_t lm_tokens_of(const model::PolicyShape& s, int64_t batch) { return batch * (2 * s.vision.tokens() + 48); }
+
 std::vector<LayerShape> layer_shapes(const model::PolicyShape& s, int64_t batch) {
-  const int64_t lm_tokens = batch * (2 * s.vision.tokens() + 48), ex_tokens = batch * s.horizon;
+  const int64_t lm_tokens = lm_tokens_of(s, batch), ex_tokens = batch * s.horizon;
   std::vector<LayerShape> out;
   for (auto [tower, t, tokens] : {std::tuple{"lm", s.lm, lm_tokens}, std::tuple{"expert", s.expert, ex_tokens}}) {
     const std::string p = tower;
@@ -44,6 +49,75 @@ double time_it(const at::Device& device, int warmup, int repeats, const std::fun
   for (int i = 0; i < repeats; ++i) fn();
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / repeats;
+}
+
+// The language backbone's gated MLP as a whole: bf16 (three at::linear and gelu_tanh_mul) against
+// the fused FP8 function (fp8_mlp.h), and the FP8 function's parts alone: its four activation
+// quantisations (x, h from gate|up, dy, [dg | du] from dh), the weights' (once per step) and its
+// six products on ready operands.
+nlohmann::ordered_json mlp_line(const std::string& preset, const model::TowerShape& t, int64_t tokens,
+                                const at::Device& device, int warmup, int repeats) {
+  const auto bf16 = at::TensorOptions().device(device).dtype(at::kBFloat16);
+  nlohmann::ordered_json j;
+  j["bench"] = "fp8_linear";
+  j["preset"] = preset;
+  j["layers"] = "lm.mlp (gate+up+down)";
+  j["tokens"] = tokens;
+  j["in"] = t.width;
+  j["out"] = t.mlp;
+  const double flops = 3 * 6.0 * double(tokens) * t.width * t.mlp;
+  auto x = at::randn({tokens, t.width}, bf16).requires_grad_();
+  auto gate = (at::randn({t.mlp, t.width}, bf16) * 0.02).requires_grad_();
+  auto up = (at::randn({t.mlp, t.width}, bf16) * 0.02).requires_grad_();
+  auto down = (at::randn({t.width, t.mlp}, bf16) * 0.02).requires_grad_();
+  auto dy = at::randn({tokens, t.width}, bf16);
+  const double bf16_s = time_it(device, warmup, repeats, [&] {
+    at::linear(model::gelu_tanh_mul(at::linear(x, gate), at::linear(x, up)), down).backward(dy);
+  });
+  model::Fp8MlpCache cache;
+  const double fp8_s = time_it(device, warmup, repeats, [&] {
+    model::fp8_weights_updated();
+    model::fp8_gated_mlp(x, gate, up, down, cache).backward(dy);
+  });
+  at::NoGradGuard no_grad;
+  // the operands as the function makes them
+  auto xq = model::fp8_quantize_rows(x, true), dyq = model::fp8_quantize_rows(dy, true);
+  auto wgu = model::fp8_quantize_blocks(at::cat({gate, up})), wd = model::fp8_quantize_blocks(down);
+  auto mm = [](const at::Tensor& a, const at::Tensor& sa, const at::Tensor& b, const at::Tensor& sb) {
+    return model::fp8_scaled_mm(a, sa, b, sb, at::kBFloat16);
+  };
+  auto gu = mm(xq.q, xq.scale.t(), wgu.q.t(), wgu.scale.t());
+  auto dh = mm(dyq.q, dyq.scale.t(), wd.qt.t(), wd.scale_t.t());
+  auto hq = model::fp8_quantize_gelu_mul(gu), dgu = model::fp8_quantize_gelu_mul_backward(dh, gu);
+  const double quant_s = time_it(device, warmup, repeats, [&] {
+    model::fp8_quantize_rows(x, true);
+    model::fp8_quantize_gelu_mul(gu);
+    model::fp8_quantize_rows(dy, true);
+    model::fp8_quantize_gelu_mul_backward(dh, gu);
+  });
+  const double weight_s = time_it(device, warmup, repeats, [&] {
+    model::fp8_quantize_blocks(at::cat({gate, up}));
+    model::fp8_quantize_blocks(down);
+  });
+  const double products_s = time_it(device, warmup, repeats, [&] {
+    mm(xq.q, xq.scale.t(), wgu.q.t(), wgu.scale.t());                   // gu
+    mm(hq.q, hq.scale.t(), wd.q.t(), wd.scale.t());                     // y
+    mm(dyq.q, dyq.scale.t(), wd.qt.t(), wd.scale_t.t());                // dh
+    mm(dyq.qt, dyq.scale_t.t(), hq.qt.t(), hq.scale_t);                 // d down
+    mm(dgu.q, dgu.scale.t(), wgu.qt.t(), wgu.scale_t.t());              // dx
+    mm(dgu.qt, dgu.scale_t.t(), xq.qt.t(), xq.scale_t);                 // d gate|up
+  });
+  j["bf16_ms"] = bf16_s * 1e3;
+  j["bf16_tflops"] = flops / bf16_s / 1e12;
+  j["fp8_fits"] = true;
+  j["fp8_ms"] = fp8_s * 1e3;
+  j["fp8_tflops"] = flops / fp8_s / 1e12;
+  j["fp8_speedup"] = bf16_s / fp8_s;
+  j["activation_quant_ms"] = quant_s * 1e3;  // all four of a step
+  j["weight_quant_ms"] = weight_s * 1e3;
+  j["products_ms"] = products_s * 1e3;
+  j["products_tflops"] = flops / products_s / 1e12;
+  return j;
 }
 
 }  // namespace
@@ -94,6 +168,10 @@ std::vector<std::string> run_fp8_bench(const Fp8BenchOptions& o) {
     std::fflush(stdout);
     x.mutable_grad().reset();
     w.mutable_grad().reset();
+  }
+  if (model::fp8_fits(shape.lm.width, shape.lm.mlp)) {
+    lines.push_back(mlp_line(o.preset, shape.lm, lm_tokens_of(shape, o.batch_size), device, o.warmup, o.repeats).dump());
+    std::printf("%s\n", lines.back().c_str());
   }
   return lines;
 }

@@ -1,7 +1,9 @@
 // `ember bench fp8_linear`: each distinct linear layer of a preset's language backbone and action
 // expert, forward and backward at the token counts a training batch gives it, in bf16 (at::linear)
 // and block-wise FP8 (model::fp8_linear, the weight re-quantised every iteration as once per
-// optimizer step with one micro-batch), side by side; plus the activation quantisation alone.
+// optimizer step with one micro-batch), side by side; plus the activation quantisation alone;
+// then the language backbone's gated MLP whole, bf16 against the fused FP8 function, with the
+// time of its quantisations and of its products alone.
 // What the per-layer choice of --policy.fp8 rests on.
 #pragma once
 

@@ -1,12 +1,15 @@
 // The block-wise FP8 path on CUDA against the CPU reference: the quantisation kernel
-// (kernels/fp8_quant.h) gives the reference's bytes and scales exactly, and the linear layer's
-// forward pass and gradients through at::_scaled_mm match the CPU emulation of the same
-// products. Skips where there is no GPU, no sm_90 or no CUDA kernels.
+// (kernels/fp8_quant.h) gives the reference's bytes and scales exactly, the gated MLP's fused
+// quantisations give them up to rounding flips of values an ulp apart (tanhf), and the linear
+// layer's and the MLP's forward passes and gradients through at::_scaled_mm match the CPU
+// emulation of the same products. Skips where there is no GPU, no sm_90 or no CUDA kernels.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "ember/model/fp8_linear.h"
+#include "ember/model/fp8_mlp.h"
+#include "fp8_emulation.h"
 
 namespace ember::model {
 namespace {
@@ -21,10 +24,8 @@ bool same_bytes(const at::Tensor& gpu, const at::Tensor& cpu) {
   return at::equal(gpu.cpu().view(at::kByte), cpu.view(at::kByte));
 }
 
-double rel(const at::Tensor& got, const at::Tensor& want) {
-  auto g = got.cpu().to(at::kFloat), w = want.cpu().to(at::kFloat);
-  return (g - w).norm().item<double>() / w.norm().item<double>();
-}
+using testing::code_mismatch;
+using testing::rel;
 
 TEST(Fp8Cuda, QuantisationKernelGivesTheReferencesBytesAndScales) {
   SKIP_WITHOUT_FP8();
@@ -71,6 +72,50 @@ TEST(Fp8Cuda, LinearForwardAndGradientsMatchTheCpuEmulation) {
   auto xf = x.to(at::kFloat), dyf = dy.to(at::kFloat);
   EXPECT_LT(rel(y, at::mm(xf, w.t())), 0.06);
   EXPECT_LT(rel(dw, at::mm(dyf.t(), xf)), 0.06);
+}
+
+TEST(Fp8Cuda, FusedGeluQuantisationsMatchTheReference) {
+  SKIP_WITHOUT_FP8();
+  at::manual_seed(13);
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    // 1000 rows (padded to 1024), hidden 1024; a zero tile
+    auto gu = (at::randn({1000, 2048}) * 2).to(dtype), dh = at::randn({1000, 1024}).to(dtype);
+    gu.narrow(0, 0, 128).narrow(1, 0, 128).zero_();
+    auto g = fp8_quantize_gelu_mul(gu.cuda()), c = fp8_quantize_gelu_mul(gu);
+    auto gd = fp8_quantize_gelu_mul_backward(dh.cuda(), gu.cuda()), cd = fp8_quantize_gelu_mul_backward(dh, gu);
+    for (auto [a, b] : {std::pair{&g, &c}, std::pair{&gd, &cd}}) {
+      for (auto [x, y] : {std::pair{a->q, b->q}, std::pair{a->qt, b->qt}}) {
+        auto [fraction, far] = code_mismatch(x, y);
+        EXPECT_LT(fraction, 1e-3) << dtype;  // tanhf and std::tanh differ by an ulp at times
+        EXPECT_FALSE(far) << dtype;
+      }
+      EXPECT_LT(rel(a->scale, b->scale), 1e-6) << dtype;
+      EXPECT_LT(rel(a->scale_t, b->scale_t), 1e-6) << dtype;
+    }
+  }
+}
+
+TEST(Fp8Cuda, GatedMlpForwardAndGradientsMatchTheCpuEmulation) {
+  SKIP_WITHOUT_FP8();
+  at::manual_seed(14);
+  // 1000 tokens (padded to 1024), width 1024, hidden 2048; bf16 activations, float32 weights
+  auto x = at::randn({1000, 1024}).to(at::kBFloat16), dy = at::randn({1000, 1024}).to(at::kBFloat16);
+  auto gate = at::randn({2048, 1024}) * 0.03, up = at::randn({2048, 1024}) * 0.03, down = at::randn({1024, 2048}) * 0.02;
+  auto run = [&](at::Device d) {
+    auto xd = x.to(d).requires_grad_();
+    auto gd = gate.to(d).requires_grad_(), ud = up.to(d).requires_grad_(), dd = down.to(d).requires_grad_();
+    Fp8MlpCache cache;
+    auto y = fp8_gated_mlp(xd, gd, ud, dd, cache);
+    y.backward(dy.to(d));
+    return std::vector<at::Tensor>{y.detach().cpu(), xd.grad().cpu(), gd.grad().cpu(), ud.grad().cpu(), dd.grad().cpu()};
+  };
+  auto got = run(at::Device(at::kCUDA, 0)), want = run(at::kCPU);
+  EXPECT_EQ(got[0].scalar_type(), at::kBFloat16);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(rel(got[i], want[i]), 1e-2) << "output " << i;  // y, dx, dgate, dup, ddown
+  // and within e4m3's few percent of the float32 MLP
+  auto xf = x.to(at::kFloat);
+  auto yf = at::linear(at::gelu(at::linear(xf, gate), "tanh") * at::linear(xf, up), down);
+  EXPECT_LT(rel(got[0], yf), 0.1);
 }
 
 }  // namespace

@@ -380,11 +380,15 @@ TEST(TrainStep, Fp8WeightsAreRequantisedOncePerStepNotPerMicroBatch) {
     batch.loss_count += batch.micro.back().action_mask.sum().item<double>();
   }
   batch.samples = 4;
-  auto* up = state.policy->lm_layers[0]->as<model::TowerLayerImpl>()->mlp->up.get();
-  ASSERT_TRUE(up->fp8);
+  auto* layer = state.policy->lm_layers[0]->as<model::TowerLayerImpl>();
+  auto* up = layer->mlp->up.get();
+  ASSERT_TRUE(layer->mlp->fp8);  // the MLP runs as one FP8 function with gate and up stacked
   const auto before = up->weight.clone();
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isfinite(step.run(batch, 1e-3).loss.item<double>()));
-  EXPECT_EQ(up->fp8->refreshes(), 3);  // once per step, each shared by both micro-batches
+  // once per step, each shared by both micro-batches
+  EXPECT_EQ(layer->mlp->fp8->gate_up.refreshes(), 3);
+  EXPECT_EQ(layer->mlp->fp8->down.refreshes(), 3);
+  EXPECT_EQ(layer->q->fp8->refreshes(), 3);
   EXPECT_FALSE(at::equal(before, up->weight));
   EXPECT_EQ(up->weight.scalar_type(), at::kFloat);  // master weights stay as they were
 }

@@ -1,5 +1,7 @@
 #include "ember/kernels/fp8_reference.h"
 
+#include "ember/kernels/reference.h"
+
 #include <c10/util/Float8_e4m3fn.h>
 
 #include <algorithm>
@@ -70,6 +72,24 @@ void fp8_quantize(const float* x, int64_t rows, int64_t cols, int64_t padded_row
   if (blocks) return quantize_blocks(x, rows, cols, q, scale, qt);
   quantize_rows(x, rows, cols, padded_rows, q, scale);
   if (qt) quantize_columns(x, rows, cols, padded_rows, qt, scale_t);
+}
+
+void fp8_quantize_gelu_mul(const float* gate, const float* up, int64_t ld, int64_t rows, int64_t hidden,
+                           int64_t padded_rows, uint8_t* q, float* scale, uint8_t* qt, float* scale_t) {
+  std::vector<float> h(rows * hidden);
+  for (int64_t r = 0; r < rows; ++r) gelu_tanh_mul_forward(gate + r * ld, up + r * ld, h.data() + r * hidden, hidden);
+  fp8_quantize(h.data(), rows, hidden, padded_rows, false, q, scale, qt, scale_t);
+}
+
+void fp8_quantize_gelu_mul_backward(const float* dh, const float* gate, const float* up, int64_t ld, int64_t rows,
+                                    int64_t hidden, int64_t padded_rows, uint8_t* q, float* scale, uint8_t* qt,
+                                    float* scale_t) {
+  std::vector<float> d(rows * 2 * hidden);  // [rows, 2 hidden]: d_gate | d_up
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = d.data() + r * 2 * hidden;
+    gelu_tanh_mul_backward(dh + r * hidden, gate + r * ld, up + r * ld, row, row + hidden, hidden);
+  }
+  fp8_quantize(d.data(), rows, 2 * hidden, padded_rows, false, q, scale, qt, scale_t);
 }
 
 }  // namespace ember::kernels::ref

@@ -35,4 +35,18 @@ float from_e4m3(uint8_t bits);
 void fp8_quantize(const float* x, int64_t rows, int64_t cols, int64_t padded_rows, bool blocks, uint8_t* q, float* scale,
                   uint8_t* qt, float* scale_t);
 
+// The gated MLP's producers, quantised as they compute (fp8_quant.h's fp8_gelu_mul_*): float32
+// values from reference.h's gelu_tanh_mul_forward / _backward, then rows mode with the transposed
+// copy as above. gate, up: [rows, hidden] with row stride ld; hidden a multiple of 128.
+//   h = gelu_tanh(gate) * up: q [padded, hidden], scale [hidden/128, padded], qt [hidden, padded],
+//   scale_t [padded/128, hidden].
+void fp8_quantize_gelu_mul(const float* gate, const float* up, int64_t ld, int64_t rows, int64_t hidden,
+                           int64_t padded_rows, uint8_t* q, float* scale, uint8_t* qt, float* scale_t);
+//   from dh [rows, hidden] (contiguous): [d_gate | d_up] side by side as one [rows, 2 hidden]
+//   operand: q [padded, 2 hidden], scale [2 hidden/128, padded], qt [2 hidden, padded],
+//   scale_t [padded/128, 2 hidden].
+void fp8_quantize_gelu_mul_backward(const float* dh, const float* gate, const float* up, int64_t ld, int64_t rows,
+                                    int64_t hidden, int64_t padded_rows, uint8_t* q, float* scale, uint8_t* qt,
+                                    float* scale_t);
+
 }  // namespace ember::kernels::ref

@@ -8,6 +8,7 @@
 
 #include "ember/kernels/cuda_pack.cuh"
 #include "ember/kernels/fused_kernels.h"
+#include "ember/kernels/gelu_tanh.cuh"
 
 namespace ember::kernels {
 namespace {
@@ -15,16 +16,6 @@ namespace {
 using ember::kernels::from_float;
 using ember::kernels::Pack;
 using ember::kernels::to_float;
-
-constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kKappa = 0.044715f;
-
-// gelu_tanh(g) and its derivative, as PyTorch's gelu(approximate="tanh") computes them
-__device__ inline void gelu_tanh(float g, float& y, float& dy) {
-  const float t = tanhf(kBeta * (g + kKappa * g * g * g));
-  y = 0.5f * g * (1.f + t);
-  dy = 0.5f * (1.f + t) + 0.5f * g * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * g * g);
-}
 
 inline int blocks_for(int64_t work, int threads) {
   return int(std::max<int64_t>(1, std::min<int64_t>((work + threads - 1) / threads, 132 * 32)));

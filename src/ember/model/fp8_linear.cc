@@ -42,13 +42,13 @@ Fp8Tensor quantize(const at::Tensor& x_in, bool blocks, bool transposed) {
   require(!blocks || x_in.size(0) % kFp8Tile == 0, "a weight's rows must be a multiple of 128, got " + sizes_of(x_in));
   const int64_t rows = x_in.size(0), cols = x_in.size(1);
   const int64_t padded = blocks ? rows : round_up(rows, kFp8Tile);
-  const auto f8 = x_in.options().dtype(at::kFloat8_e4m3fn), f32 = x_in.options().dtype(at::kFloat);
-  Fp8Tensor t;
-  t.rows = rows;
-  t.q = at::empty({padded, cols}, f8);
-  t.scale = blocks ? at::empty({rows / kFp8Tile, cols / kFp8Tile}, f32) : at::empty({cols / kFp8Tile, padded}, f32);
-  if (transposed) t.qt = at::empty({cols, padded}, f8);
-  if (transposed && !blocks) t.scale_t = at::empty({padded / kFp8Tile, cols}, f32);
+  Fp8Tensor t = blocks ? Fp8Tensor{} : fp8_rows_empty(rows, cols, x_in.options(), transposed);
+  if (blocks) {
+    t.rows = rows;
+    t.q = at::empty({rows, cols}, x_in.options().dtype(at::kFloat8_e4m3fn));
+    t.scale = at::empty({rows / kFp8Tile, cols / kFp8Tile}, x_in.options().dtype(at::kFloat));
+    if (transposed) t.qt = at::empty({cols, rows}, x_in.options().dtype(at::kFloat8_e4m3fn));
+  }
   auto* qt = transposed ? t.qt.data_ptr() : nullptr;
   auto* scale_t = transposed && !blocks ? t.scale_t.data_ptr<float>() : nullptr;
   if (x_in.is_cuda()) {
@@ -119,6 +119,17 @@ struct Fp8LinearFunction : torch::autograd::Function<Fp8LinearFunction> {
 
 }  // namespace
 
+Fp8Tensor fp8_rows_empty(int64_t rows, int64_t cols, const at::TensorOptions& options, bool transposed) {
+  const int64_t padded = round_up(rows, kFp8Tile);
+  const auto f8 = options.dtype(at::kFloat8_e4m3fn), f32 = options.dtype(at::kFloat);
+  Fp8Tensor t;
+  t.rows = rows;
+  t.q = at::empty({padded, cols}, f8);
+  t.scale = at::empty({cols / kFp8Tile, padded}, f32);
+  if (transposed) t.qt = at::empty({cols, padded}, f8), t.scale_t = at::empty({padded / kFp8Tile, cols}, f32);
+  return t;
+}
+
 Fp8Tensor fp8_quantize_rows(const at::Tensor& x, bool transposed) { return quantize(x, false, transposed); }
 
 Fp8Tensor fp8_quantize_blocks(const at::Tensor& w) { return quantize(w, true, true); }
@@ -138,13 +149,17 @@ at::Tensor fp8_scaled_mm(const at::Tensor& a, const at::Tensor& scale_a, const a
 
 void fp8_weights_updated() { weight_generation.fetch_add(1, std::memory_order_relaxed); }
 
-const Fp8Tensor& Fp8WeightCache::get(const at::Tensor& weight) {
-  const int64_t generation = weight_generation.load(std::memory_order_relaxed), version = weight._version();
-  const void* data = weight.data_ptr();
-  if (generation != generation_ || version != version_ || data != data_ || !w_.q.defined()) {
+const Fp8Tensor& Fp8WeightCache::get(const std::vector<at::Tensor>& weights) {
+  const int64_t generation = weight_generation.load(std::memory_order_relaxed);
+  std::vector<int64_t> versions;
+  std::vector<const void*> data;
+  for (const auto& w : weights) versions.push_back(w._version()), data.push_back(w.data_ptr());
+  if (generation != generation_ || versions != versions_ || data != data_ || !w_.q.defined()) {
     at::NoGradGuard no_grad;
-    w_ = quantize(weight.detach(), true, true);
-    generation_ = generation, version_ = version, data_ = data;
+    std::vector<at::Tensor> parts;
+    for (const auto& w : weights) parts.push_back(w.detach());
+    w_ = quantize(parts.size() == 1 ? parts[0] : at::cat(parts, 0), true, true);
+    generation_ = generation, versions_ = std::move(versions), data_ = std::move(data);
     ++refreshes_;
   }
   return w_;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ember::model {
 
@@ -39,6 +40,8 @@ struct Fp8Tensor {
 Fp8Tensor fp8_quantize_rows(const at::Tensor& x, bool transposed);
 // w [rows, cols] (both multiples of 128) per 128x128 block, with its transposed copy.
 Fp8Tensor fp8_quantize_blocks(const at::Tensor& w);
+// Uninitialised outputs of a rows-mode quantisation of [rows, cols] (what the kernels fill).
+Fp8Tensor fp8_rows_empty(int64_t rows, int64_t cols, const at::TensorOptions& options, bool transposed);
 
 // a [M, K] @ b [K, N] of e4m3 operands with scales in _scaled_mm's views (scale_a [M or M/128,
 // K/128], scale_b [K/128, N or N/128]; each scale covers a tile of its operand), result in
@@ -53,17 +56,21 @@ at::Tensor fp8_dequantize(const at::Tensor& q, const at::Tensor& scale);
 // weight's storage or version counter does (a load, a dtype change, any in-place ATen write).
 void fp8_weights_updated();
 
-// One weight's quantised copy. Not thread-safe (one per layer, used by its forward pass).
+// One weight's quantised copy (or that of several weights stacked along out, one product's
+// operand). Not thread-safe (one per layer, used by its forward pass).
 class Fp8WeightCache {
  public:
   // weight [out, in]; returns its quantisation, reused while the weight is unchanged
-  const Fp8Tensor& get(const at::Tensor& weight);
+  const Fp8Tensor& get(const at::Tensor& weight) { return get(std::vector<at::Tensor>{weight}); }
+  // weights [out_i, in] each: the quantisation of their concatenation [sum out_i, in]
+  const Fp8Tensor& get(const std::vector<at::Tensor>& weights);
   int64_t refreshes() const { return refreshes_; }  // how often get() quantised (tests)
 
  private:
   Fp8Tensor w_;
-  int64_t generation_ = -1, version_ = -1, refreshes_ = 0;
-  const void* data_ = nullptr;
+  int64_t generation_ = -1, refreshes_ = 0;
+  std::vector<int64_t> versions_;
+  std::vector<const void*> data_;
 };
 
 // Whether a linear layer in -> out takes the FP8 path: both sizes multiples of 512. The tiles need

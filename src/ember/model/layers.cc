@@ -59,9 +59,11 @@ GatedMlpImpl::GatedMlpImpl(int64_t width, int64_t hidden, const LinearOptions& l
   gate = register_module("gate", make_dense(width, hidden, false, linear));
   up = register_module("up", make_dense(width, hidden, false, linear));
   down = register_module("down", make_dense(hidden, width, false, linear));
+  if (gate->fp8 && up->fp8 && down->fp8) fp8 = std::make_shared<Fp8MlpCache>();
 }
 
 at::Tensor GatedMlpImpl::forward(const at::Tensor& x) const {
+  if (fp8) return fp8_gated_mlp(x, gate->weight, up->weight, down->weight, *fp8);
   return down->forward(gelu_tanh_mul(gate->forward(x), up->forward(x)));
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ember/model/fp8_linear.h"
+#include "ember/model/fp8_mlp.h"
 
 namespace ember::model {
 
@@ -73,12 +74,15 @@ class AdaNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(AdaNorm);
 
-// Gemma's MLP: down(gelu_tanh(gate(x)) * up(x)), no biases.
+// Gemma's MLP: down(gelu_tanh(gate(x)) * up(x)), no biases. Where the factory puts all three
+// layers on the FP8 path, the MLP runs as one FP8 function (fp8_mlp.h: gate and up one product,
+// each operand quantised by its producer); the parameters are the same either way.
 class GatedMlpImpl : public torch::nn::Module {
  public:
   GatedMlpImpl(int64_t width, int64_t hidden, const LinearOptions& linear = {});
   at::Tensor forward(const at::Tensor& x) const;
   Dense gate{nullptr}, up{nullptr}, down{nullptr};
+  std::shared_ptr<Fp8MlpCache> fp8;  // null: three linear layers and gelu_tanh_mul
 };
 TORCH_MODULE(GatedMlp);
 
