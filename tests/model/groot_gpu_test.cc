@@ -90,8 +90,10 @@ TEST(GrootPolicyCuda, PackedMatchesPaddedInFp32) {
   at::globalContext().setAllowTF32CuDNN(tf32_dnn);
   EXPECT_NEAR(packed.loss, padded.loss, 1e-5 * std::abs(padded.loss));
   auto names = c.policy->named_parameters();
-  for (size_t i = 0; i < packed.grads.size(); ++i)
+  for (size_t i = 0; i < packed.grads.size(); ++i) {
+    if (zero_in_exact_arithmetic(names[i].key())) continue;
     EXPECT_LT(test::max_rel_err(packed.grads[i], padded.grads[i]), 1e-4) << names[i].key();
+  }
 }
 
 // bf16 autocast: measured on an H200 (bench/results/groot_h200_2026-12-01b.md), the gradients of
