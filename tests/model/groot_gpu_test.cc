@@ -1,18 +1,27 @@
-// The groot policy on CUDA: the packed layout (FlashAttention's varlen kernel for the prefix
-// attentions and the DiT's cross-attention with separate query and key offsets) and the padded
-// SDPA baseline compute the same loss and gradients within bf16 tolerance; the frozen backbone
-// (inference mode) trains and samples under autocast. Skips (with the reason) without a CUDA device.
+// The groot policy on CUDA: the packed layout (FlashAttention's varlen kernel in bf16 for the
+// prefix attentions and the DiT's cross-attention, with separate query and key offsets) and the
+// padded SDPA baseline compute the same loss and gradients: to 1e-4 in fp32, and in bf16 each as
+// close to the fp32 answer as the other; the frozen backbone (inference mode) trains and samples
+// under autocast. Skips (with the reason) without a CUDA device.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
 #include "ember/model/groot.h"
+#include "model/policy_test_util.h"
 
 namespace ember::model {
 namespace {
 
-// `small`'s widths with few layers, two embodiments
+using test::LossAndGrads;
+
+// `small`'s widths with few layers, two embodiments, no dropout (layouts compared function for function)
 GrootShape test_shape() {
   auto s = groot_preset_shape("small");
   s.base.vision.layers = 2;
@@ -21,6 +30,7 @@ GrootShape test_shape() {
   s.dit_layers = 4;
   s.base.vocab = 1024;
   s.embodiments = {{8, 7}, {6, 12}};
+  s.dropout = 0;
   return s;
 }
 
@@ -43,72 +53,116 @@ std::vector<PolicySample> samples_for(const GrootShape& shape, int n) {
   return out;
 }
 
-struct LossAndGrads {
-  double loss;
-  std::vector<at::Tensor> grads;
+// Six samples (1-3 cameras, prompts of 5-40 tokens, two embodiments), the policy with its
+// backbone tuned (every gradient compared) on GPU 0, and the noise and times of one loss.
+struct CudaCase {
+  GrootShape shape = test_shape();
+  std::vector<PolicySample> samples = samples_for(shape, 6);
+  at::Device cuda{at::kCUDA, 0};
+  GrootPolicy policy{nullptr};
+  at::Tensor noise, time;
+  explicit CudaCase(bool tune_backbone = true) {
+    at::manual_seed(2);
+    policy = GrootPolicy(shape, tune_backbone);
+    policy->to(cuda);
+    noise = at::randn({6, shape.base.horizon, shape.base.max_action_dim}).to(cuda);
+    time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
+  }
+  PolicyInputs inputs(AttentionBackend backend) const { return collate(test::ptrs(samples), shape.base, backend).to(cuda); }
+  LossAndGrads pass(AttentionBackend backend, bool bf16) { return test::loss_and_grads(policy, inputs(backend), noise, time, bf16); }
 };
 
-LossAndGrads bf16_pass(GrootPolicy& policy, const PolicyInputs& in, const at::Tensor& noise, const at::Tensor& time) {
-  policy->zero_grad();
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  auto out = policy->loss(in, noise, time);
-  out.loss.backward();
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-  at::autocast::clear_cache();
-  LossAndGrads r{out.loss.item<double>(), {}};
-  for (const auto& p : policy->parameters())
-    r.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
-  return r;
+// a key bias shifts every score of a query alike: its gradient is zero but for rounding
+bool zero_in_exact_arithmetic(const std::string& name) { return name.ends_with(".k.bias"); }
+
+// fp32 on the GPU (TF32 off): the layouts' masks, offsets and cross-attention key lengths agree as
+// on the CPU (GrootPolicy.PackedAndPaddedComputeTheSameLossAndGradients). The packed prefix runs
+// as one attention call per sample here (FlashAttention takes 16-bit inputs only).
+TEST(GrootPolicyCuda, PackedMatchesPaddedInFp32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  const bool tf32_blas = at::globalContext().allowTF32CuBLAS(), tf32_dnn = at::globalContext().allowTF32CuDNN();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  CudaCase c;
+  auto packed = c.pass(AttentionBackend::kVarlen, false);
+  auto padded = c.pass(AttentionBackend::kPadded, false);
+  at::globalContext().setAllowTF32CuBLAS(tf32_blas);
+  at::globalContext().setAllowTF32CuDNN(tf32_dnn);
+  EXPECT_NEAR(packed.loss, padded.loss, 1e-5 * std::abs(padded.loss));
+  auto names = c.policy->named_parameters();
+  for (size_t i = 0; i < packed.grads.size(); ++i) {
+    if (zero_in_exact_arithmetic(names[i].key())) continue;
+    EXPECT_LT(test::max_rel_err(packed.grads[i], padded.grads[i]), 1e-4) << names[i].key();
+  }
 }
 
-// DISABLED: run on one H200 on 2026-12-01 (commit 1c95e99's test), the losses agreed within 2e-2
-// but most gradients differed by 7-22 % of their largest value (the key biases, whose gradient is
-// zero in exact arithmetic, up to 100 %). The same comparison on the CPU in bf16 autocast with the
-// same widths (56 px images) gives a median 7.6 %, 90th percentile 10 %, largest 20 %, and in fp32
-// 1e-4 (GrootPolicy.PackedAndPaddedComputeTheSameLossAndGradients): bf16 rounding of this network,
-// not a CUDA path. The tolerance that holds for it is not set yet (the 2e-2 does not);
-// run it with --gtest_also_run_disabled_tests.
-TEST(GrootPolicyCuda, DISABLED_PackedMatchesPaddedInBf16) {
+// bf16 autocast: measured on an H200 (bench/results/groot_h200_2026-12-01b.md), the gradients of
+// either layout differ from the fp32 answer by about 7 % (norm-relative), and from each other by
+// as much. The cause is the action decoder's ReLU (N1.5's CategorySpecificMLP): bf16 rounding of
+// the forward flips the sign of some hidden pre-activations near zero, each flip drops or adds a
+// unit's whole gradient, and every gradient upstream of the decoder inherits it (with a smooth
+// activation there, the same comparison gives ~1 %: docs/groot.md). The 2e-2 between the
+// layouts holds for the loss and for the gradients past that ReLU; for the others the test
+// compares like with like: the packed layout's bf16 error against fp32 is bounded by the padded
+// baseline's, per tensor and over all gradients together. A wrong mask, offset or key length
+// gives errors of tens of per cent against fp32 (and of 100 % for a tensor it zeroes).
+TEST(GrootPolicyCuda, PackedIsAsAccurateAsPaddedInBf16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  const at::Device cuda(at::kCUDA, 0);
-  auto shape = test_shape();
-  auto samples = samples_for(shape, 6);
-  std::vector<const PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  at::manual_seed(2);
-  GrootPolicy policy(shape, /*tune_backbone=*/true);
-  policy->to(cuda);
-  auto noise = at::randn({6, shape.base.horizon, shape.base.max_action_dim}).to(cuda);
-  auto time = (at::rand({6}) * 0.9 + 0.05).to(cuda);
-  auto packed = bf16_pass(policy, collate(ptrs, shape.base, AttentionBackend::kVarlen).to(cuda), noise, time);
-  auto padded = bf16_pass(policy, collate(ptrs, shape.base, AttentionBackend::kPadded).to(cuda), noise, time);
+  CudaCase c;
+  auto exact = c.pass(AttentionBackend::kPadded, false);
+  auto packed = c.pass(AttentionBackend::kVarlen, true);
+  auto padded = c.pass(AttentionBackend::kPadded, true);
   EXPECT_NEAR(packed.loss, padded.loss, 2e-2 * std::abs(padded.loss));
-  auto names = policy->named_parameters();
+  EXPECT_NEAR(packed.loss, exact.loss, 2e-2 * std::abs(exact.loss));
+  auto names = c.policy->named_parameters();
+  double err_v = 0, err_p = 0, norm = 0;
+  std::vector<double> all_v, all_p, all_vp;
   for (size_t i = 0; i < packed.grads.size(); ++i) {
-    // a key bias shifts every score of a query alike: its gradient is zero but for rounding
-    if (names[i].key().ends_with(".k.bias")) continue;
-    double scale = std::max(padded.grads[i].abs().max().item<double>(), 1e-6);
-    EXPECT_LT((packed.grads[i] - padded.grads[i]).abs().max().item<double>() / scale, 2e-2) << names[i].key();
+    const auto& name = names[i].key();
+    if (zero_in_exact_arithmetic(name)) continue;
+    const auto& ref = exact.grads[i];
+    if (ref.abs().max().item<double>() == 0) {  // no gradient in either layout
+      EXPECT_EQ(packed.grads[i].abs().max().item<double>(), 0) << name;
+      continue;
+    }
+    const double ev = test::norm_rel_err(packed.grads[i], ref), ep = test::norm_rel_err(padded.grads[i], ref);
+    const double evp = test::norm_rel_err(packed.grads[i], padded.grads[i]);
+    EXPECT_LT(ev, 0.25) << name;
+    EXPECT_LT(ev, 2 * ep + 1e-2) << name << " (padded's bf16 error " << ep << ")";
+    if (name.find(".dec2.") != std::string::npos) {  // past the decoder's ReLU
+      EXPECT_LT(evp, 2e-2) << name;
+    }
+    const double r2 = ref.to(at::kDouble).square().sum().item<double>();
+    err_v += ev * ev * r2, err_p += ep * ep * r2, norm += r2;
+    all_v.push_back(ev), all_p.push_back(ep), all_vp.push_back(evp);
   }
+  err_v = std::sqrt(err_v / norm), err_p = std::sqrt(err_p / norm);
+  auto quantiles = [](std::vector<double> x) {
+    std::sort(x.begin(), x.end());
+    return "median " + std::to_string(x[x.size() / 2]) + ", 90th percentile " + std::to_string(x[x.size() * 9 / 10]) +
+           ", largest " + std::to_string(x.back());
+  };
+  std::cout << "bf16 loss: packed " << packed.loss << ", padded " << padded.loss << ", fp32 " << exact.loss << "\n"
+            << "bf16 gradients, norm-relative error per tensor (" << all_v.size() << " tensors):\n"
+            << "  packed against fp32: " << quantiles(all_v) << "\n  padded against fp32: " << quantiles(all_p)
+            << "\n  packed against padded: " << quantiles(all_vp) << "\n  all gradients together against fp32: packed "
+            << err_v << ", padded " << err_p << "\n";
+  EXPECT_LT(err_v, 1.25 * err_p + 5e-3);
 }
 
 TEST(GrootPolicyCuda, FrozenBackboneTrainsAndSamplesInBf16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  const at::Device cuda(at::kCUDA, 0);
-  auto shape = test_shape();
-  auto samples = samples_for(shape, 4);
-  std::vector<const PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  GrootPolicy policy(shape);
-  policy->to(cuda);
-  auto in = collate(ptrs, shape.base, AttentionBackend::kVarlen).to(cuda);
-  auto r = bf16_pass(policy, in, at::randn({4, shape.base.horizon, shape.base.max_action_dim}).to(cuda), at::rand({4}).to(cuda));
+  CudaCase c(/*tune_backbone=*/false);
+  auto in = c.inputs(AttentionBackend::kVarlen);
+  auto r = test::loss_and_grads(c.policy, in, c.noise, c.time);
   EXPECT_TRUE(std::isfinite(r.loss));
-  for (const auto& p : policy->named_parameters())
-    if (is_backbone_param(p.key())) EXPECT_FALSE(p.value().grad().defined()) << p.key();
+  for (const auto& p : c.policy->named_parameters()) {
+    if (is_backbone_param(p.key())) {
+      EXPECT_FALSE(p.value().grad().defined()) << p.key();
+    }
+  }
   at::autocast::set_autocast_enabled(at::kCUDA, true);
-  auto actions = policy->sample_actions(in);
+  auto actions = c.policy->sample_actions(in);
   at::autocast::set_autocast_enabled(at::kCUDA, false);
   EXPECT_TRUE(at::isfinite(actions).all().item<bool>());
 }

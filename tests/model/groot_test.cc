@@ -20,6 +20,7 @@ GrootShape tiny() {
   s.base.max_action_dim = 12;
   s.base.max_prompt = 12;
   s.base.flow_steps = 3;
+  s.dropout = 0;  // the layouts are compared function for function
   return s;
 }
 
@@ -226,6 +227,31 @@ TEST(GrootPolicy, FrozenBackboneGetsNoGradientAndTheHeadLearns) {
     if (is_backbone_param(p.key())) EXPECT_FALSE(p.value().grad().defined()) << p.key();
   std::cout << "loss " << first << " -> " << last << "\n";
   EXPECT_LT(last, 0.75 * first);
+}
+
+// Dropout (N1.5's 0.2 in the vl self-attention and DiT blocks) applies to the training loss only:
+// two training losses differ, in eval mode the loss is the dropout-free policy's, and sampling
+// never drops out.
+TEST(GrootPolicy, DropoutOnlyWhileTraining) {
+  auto shape = tiny();
+  auto samples = make_samples(shape, 4, 6);
+  auto in = collate(ptrs(samples), shape.base, AttentionBackend::kVarlen);
+  auto noise = at::randn({4, shape.base.horizon, shape.base.max_action_dim});
+  auto time = at::rand({4});
+  at::manual_seed(8);
+  GrootPolicy plain(shape);
+  shape.dropout = 0.3;
+  at::manual_seed(8);
+  GrootPolicy dropping(shape);  // the same weights
+  const double exact = plain->loss(in, noise, time).loss.item<double>();
+  const double a = dropping->loss(in, noise, time).loss.item<double>(), b = dropping->loss(in, noise, time).loss.item<double>();
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, exact);
+  EXPECT_LT(max_rel_err(dropping->sample_actions(in, noise), plain->sample_actions(in, noise)), 1e-6);
+  dropping->eval();
+  EXPECT_NEAR(dropping->loss(in, noise, time).loss.item<double>(), exact, 1e-6 * exact);
+  shape.dropout = 1;
+  EXPECT_THROW(validate(shape), Error);
 }
 
 // The FLOP count: the padded layout computes more than the packed one; the frozen backbone's

@@ -13,6 +13,7 @@
 #include "ember/model/layers.h"
 #include "ember/model/pi05.h"
 #include "ember/model/vision.h"
+#include "model/policy_test_util.h"
 
 namespace ember::model {
 namespace {
@@ -41,27 +42,7 @@ PolicyShape test_shape(int layers) {
   return shape;
 }
 
-struct LossAndGrads {
-  double loss;
-  std::vector<at::Tensor> grads;  // per parameter (zeros where none), fp32
-};
-
-// One bf16-autocast forward and backward pass from zeroed gradients.
-LossAndGrads bf16_pass(Pi05Policy& policy, const PolicyInputs& in, const at::Tensor& noise, const at::Tensor& time) {
-  policy->zero_grad();
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  auto out = policy->loss(in, noise, time);
-  out.loss.backward();
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-  at::autocast::clear_cache();
-  LossAndGrads r{out.loss.item<double>(), {}};
-  for (const auto& p : policy->parameters()) {
-    EXPECT_EQ(p.grad().defined() ? p.grad().scalar_type() : p.scalar_type(), p.scalar_type());
-    r.grads.push_back(p.grad().defined() ? p.grad().to(at::kFloat) : at::zeros_like(p, at::kFloat));
-  }
-  return r;
-}
+using test::LossAndGrads;
 
 // Every gradient within tol of the largest value of its reference.
 void expect_grads_close(const LossAndGrads& a, const LossAndGrads& ref, double tol, Pi05Policy& policy) {
@@ -97,8 +78,8 @@ struct CudaCase {
 TEST(Pi05PolicyCuda, FlashVarlenMatchesPaddedInBf16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
   CudaCase c;
-  auto varlen = bf16_pass(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
-  auto padded = bf16_pass(c.policy, c.inputs(AttentionBackend::kPadded), c.noise, c.time);
+  auto varlen = test::loss_and_grads(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
+  auto padded = test::loss_and_grads(c.policy, c.inputs(AttentionBackend::kPadded), c.noise, c.time);
   EXPECT_NEAR(varlen.loss, padded.loss, 2e-2 * std::abs(padded.loss));
   expect_grads_close(varlen, padded, 2e-2, c.policy);
 }
@@ -110,8 +91,8 @@ TEST(Pi05PolicyCuda, PrefixFillerChangesNothingInBf16) {
   CudaCase c;
   auto filled_in = c.inputs(AttentionBackend::kVarlen, 256);
   ASSERT_GT(filled_in.plan.prefix_pad, 0);
-  auto plain = bf16_pass(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
-  auto filled = bf16_pass(c.policy, filled_in, c.noise, c.time);
+  auto plain = test::loss_and_grads(c.policy, c.inputs(AttentionBackend::kVarlen), c.noise, c.time);
+  auto filled = test::loss_and_grads(c.policy, filled_in, c.noise, c.time);
   EXPECT_NEAR(filled.loss, plain.loss, 2e-2 * std::abs(plain.loss));
   expect_grads_close(filled, plain, 2e-2, c.policy);
 }
@@ -277,12 +258,12 @@ TEST(Pi05PolicyCuda, Bf16ParametersMatchFp32MasterWeights) {
   set_param_dtype(policy, at::kBFloat16);
   set_param_dtype(policy, at::kFloat);
   auto in = c.inputs(AttentionBackend::kVarlen);
-  auto master = bf16_pass(policy, in, c.noise, c.time);
+  auto master = test::loss_and_grads(policy, in, c.noise, c.time);
   set_param_dtype(policy, at::kBFloat16);
   int bf16 = 0;
   for (const auto& p : policy->named_parameters()) bf16 += p.value().scalar_type() == at::kBFloat16;
   EXPECT_GT(bf16, int(policy->named_parameters().size()) / 2);
-  auto half = bf16_pass(policy, in, c.noise, c.time);
+  auto half = test::loss_and_grads(policy, in, c.noise, c.time);
   EXPECT_NEAR(half.loss, master.loss, 2e-2 * std::abs(master.loss));
   expect_grads_close(half, master, 5e-2, policy);
 }

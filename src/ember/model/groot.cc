@@ -112,7 +112,7 @@ GrootBackboneImpl::GrootBackboneImpl(const GrootShape& s) : shape(s) {
   proj2 = register_module("proj2", Dense(dlm, dlm));
   embedding = register_parameter("embedding", at::randn({s.base.vocab, dlm}) * 0.02);
   lm = register_module("lm", torch::nn::ModuleList());
-  for (int l = 0; l < s.base.lm.layers; ++l) lm->push_back(TowerLayer(s.base.lm, 0));
+  for (int l = 0; l < s.base.lm.layers; ++l) lm->push_back(GrootLmLayer(s.base.lm));
   lm_norm = register_module("lm_norm", RmsNorm(dlm));
 }
 
@@ -134,17 +134,35 @@ at::Tensor GrootBackboneImpl::forward(const PolicyInputs& in, const GrootLayout&
   rows.push_back(text);
   auto x = at::cat(rows, 0).index_select(0, in.prefix_gather);  // [Tp, Dlm]
   Rope rope = make_rope(in.prefix_positions, t.head_dim, shape.rope_base);
-  for (const auto& module : *lm) {
-    auto* layer = module->as<TowerLayerImpl>();
-    auto y = layer->norm1->forward(x);
-    auto q = apply_rope(layer->q->forward(y).view({-1, t.heads, t.head_dim}), rope);
-    auto k = apply_rope(layer->k->forward(y).view({-1, t.kv_heads, t.head_dim}), rope);
-    auto val = layer->v->forward(y).view({-1, t.kv_heads, t.head_dim});
-    auto a = groot_prefix_attention(layout, q, k, val, /*causal=*/true);
-    x = x + layer->o->forward(a.reshape({-1, t.heads * t.head_dim}));
-    x = x + layer->mlp->forward(layer->norm2->forward(x));
-  }
+  for (const auto& module : *lm) x = module->as<GrootLmLayerImpl>()->forward(x, rope, layout);
   return lm_norm->forward(x);
+}
+
+// Qwen3-1.7B: no biases, RMSNorm eps 1e-6 (also on the heads' queries and keys), SiLU MLP
+GrootLmLayerImpl::GrootLmLayerImpl(const TowerShape& s) : shape(s) {
+  norm1 = register_module("norm1", RmsNorm(s.width));
+  q = register_module("q", Dense(s.width, s.heads * s.head_dim, false));
+  k = register_module("k", Dense(s.width, s.kv_heads * s.head_dim, false));
+  v = register_module("v", Dense(s.width, s.kv_heads * s.head_dim, false));
+  q_norm = register_module("q_norm", RmsNorm(s.head_dim));
+  k_norm = register_module("k_norm", RmsNorm(s.head_dim));
+  o = register_module("o", Dense(s.heads * s.head_dim, s.width, false));
+  norm2 = register_module("norm2", RmsNorm(s.width));
+  gate = register_module("gate", Dense(s.width, s.mlp, false));
+  up = register_module("up", Dense(s.width, s.mlp, false));
+  down = register_module("down", Dense(s.mlp, s.width, false));
+}
+
+at::Tensor GrootLmLayerImpl::forward(const at::Tensor& x, const Rope& rope, const GrootLayout& layout) const {
+  const auto& t = shape;
+  auto y = norm1->forward(x);
+  auto q_h = apply_rope(q_norm->forward(q->forward(y).view({-1, t.heads, t.head_dim})), rope);
+  auto k_h = apply_rope(k_norm->forward(k->forward(y).view({-1, t.kv_heads, t.head_dim})), rope);
+  auto v_h = v->forward(y).view({-1, t.kv_heads, t.head_dim});
+  auto a = groot_prefix_attention(layout, q_h, k_h, v_h, /*causal=*/true);
+  auto h = x + o->forward(a.reshape({-1, t.heads * t.head_dim}));
+  auto z = norm2->forward(h);
+  return h + down->forward(at::silu(gate->forward(z)) * up->forward(z));
 }
 
 // --- blocks and heads --------------------------------------------------------------------------
@@ -167,7 +185,8 @@ GrootBlockImpl::GrootBlockImpl(int dim, int heads_, int head_dim_, int kdim, boo
 }
 
 at::Tensor GrootBlockImpl::forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb,
-                                   const Attend& attend) const {
+                                   const Attend& attend, double p) const {
+  auto drop = [p](const at::Tensor& t) { return p > 0 ? at::dropout(t, p, /*train=*/true) : t; };
   at::Tensor y;
   if (adaptive) {
     auto mod = ada->forward(at::silu(temb)).unsqueeze(1).chunk(2, -1);  // scale, shift: [n, 1, dim]
@@ -178,9 +197,9 @@ at::Tensor GrootBlockImpl::forward(const at::Tensor& x, const at::Tensor& ctx, c
   const auto& src = ctx.defined() ? ctx : y;
   auto a = attend(q->forward(y).reshape({-1, heads, head_dim}), k->forward(src).reshape({-1, heads, head_dim}),
                   v->forward(src).reshape({-1, heads, head_dim}));
-  auto h = x + o->forward(a.reshape({-1, heads * head_dim})).view(x.sizes());
+  auto h = x + drop(drop(o->forward(a.reshape({-1, heads * head_dim})))).view(x.sizes());
   auto z = adaptive ? plain_layer_norm(h, 1e-5) : norm3->forward(h);
-  return h + ff2->forward(at::gelu(ff1->forward(z), "tanh"));
+  return h + drop(ff2->forward(drop(at::gelu(ff1->forward(z), "tanh"))));
 }
 
 EmbodimentHeadImpl::EmbodimentHeadImpl(const GrootShape& s, const GrootEmbodiment& e) : dims(e) {
@@ -240,7 +259,7 @@ GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune) : shape(s), tun
 
 bool is_backbone_param(const std::string& name) { return name.rfind("backbone.", 0) == 0; }
 
-at::Tensor GrootPolicyImpl::context(const PolicyInputs& in, const GrootLayout& layout) {
+at::Tensor GrootPolicyImpl::context(const PolicyInputs& in, const GrootLayout& layout, double dropout) {
   at::Tensor x;
   if (!tune_backbone || !at::GradMode::is_enabled()) {
     c10::InferenceMode inference;
@@ -254,13 +273,13 @@ at::Tensor GrootPolicyImpl::context(const PolicyInputs& in, const GrootLayout& l
   auto attend = [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
     return groot_prefix_attention(layout, q, k, v, /*causal=*/false);
   };
-  for (const auto& block : *vl_blocks) x = block->as<GrootBlockImpl>()->forward(x, {}, {}, attend);
+  for (const auto& block : *vl_blocks) x = block->as<GrootBlockImpl>()->forward(x, {}, {}, attend, dropout);
   return x;  // [prefix rows, B]
 }
 
 std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx,
                                                   const Groups& g, const at::Tensor& state_tokens, const at::Tensor& x_t,
-                                                  const at::Tensor& tbucket) {
+                                                  const at::Tensor& tbucket, double dropout) {
   const int64_t n = in.samples, h = shape.base.horizon, i = shape.inner(), len = shape.step_tokens();
   auto temb = time2->forward(at::silu(time1->forward(timestep_proj(tbucket))));  // [n, I]
   // action tokens, each group through its own encoder at its own width
@@ -288,7 +307,7 @@ std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const 
   };
   for (size_t l = 0; l < dit_blocks->size(); ++l) {
     const bool cross = l % 2 == 0;
-    seq = dit_blocks[l]->as<GrootBlockImpl>()->forward(seq, cross ? ctx : at::Tensor(), temb, cross ? GrootBlockImpl::Attend(cross_attend) : GrootBlockImpl::Attend(self_attend));
+    seq = dit_blocks[l]->as<GrootBlockImpl>()->forward(seq, cross ? ctx : at::Tensor(), temb, cross ? GrootBlockImpl::Attend(cross_attend) : GrootBlockImpl::Attend(self_attend), dropout);
   }
   // output: adaptive LayerNorm (shift, scale) on the action tokens only (nothing reads the others)
   auto mod = out1->forward(at::silu(temb)).unsqueeze(1).chunk(2, -1);
@@ -347,8 +366,9 @@ LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> 
   auto tbucket = at::floor(t * shape.timestep_buckets);
   const GrootLayout layout = make_groot_layout(in, shape);
   const Groups g = make_groups(in);
-  auto ctx = context(in, layout);
-  auto v = velocity(in, layout, ctx, g, state_tokens(in, g), x_t, tbucket);
+  const double dropout = is_training() ? shape.dropout : 0.0;
+  auto ctx = context(in, layout, dropout);
+  auto v = velocity(in, layout, ctx, g, state_tokens(in, g), x_t, tbucket, dropout);
   LossOut out;
   out.loss_sum = at::zeros({}, opts);
   out.count = at::zeros({}, opts);
@@ -370,14 +390,14 @@ at::Tensor GrootPolicyImpl::sample_actions(const PolicyInputs& in, std::optional
   at::Tensor x = noise ? *noise : at::randn({n, h, amax}, at::TensorOptions().device(device).dtype(at::kFloat));
   const GrootLayout layout = make_groot_layout(in, shape);
   const Groups g = make_groups(in);
-  auto ctx = context(in, layout);  // once: the backbone does not depend on the flow time
+  auto ctx = context(in, layout);  // once: the backbone does not depend on the flow time; no dropout
   auto states = state_tokens(in, g);
   const int steps = shape.base.flow_steps;
   const double dt = 1.0 / steps;
   for (int i = 0; i < steps; ++i) {
     const double t = double(i) / steps;
     auto tbucket = at::full({n}, std::floor(t * shape.timestep_buckets), x.options());
-    auto v = velocity(in, layout, ctx, g, states, x, tbucket);
+    auto v = velocity(in, layout, ctx, g, states, x, tbucket, 0.0);
     for (size_t k = 0; k < g.ids.size(); ++k) {
       const int64_t a = v[k].size(2);
       auto rows = x.index_select(0, g.rows[k]);

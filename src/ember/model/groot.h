@@ -57,6 +57,19 @@ GrootLayout make_groot_layout(const PolicyInputs& in, const GrootShape& shape);
 at::Tensor groot_prefix_attention(const GrootLayout& layout, const at::Tensor& q, const at::Tensor& k,
                                   const at::Tensor& v, bool causal);
 
+// One Qwen3 decoder layer (Eagle 2.5's language model): RMSNorm -> attention without biases,
+// grouped keys and values, RMSNorm over each head's queries and keys before the rotary positions,
+// causal within each sample's prefix -> residual; RMSNorm -> SiLU-gated MLP -> residual.
+class GrootLmLayerImpl : public torch::nn::Module {
+ public:
+  explicit GrootLmLayerImpl(const TowerShape& shape);
+  at::Tensor forward(const at::Tensor& x, const Rope& rope, const GrootLayout& layout) const;  // [Tp, width]
+  TowerShape shape;
+  RmsNorm norm1{nullptr}, norm2{nullptr}, q_norm{nullptr}, k_norm{nullptr};
+  Dense q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr}, gate{nullptr}, up{nullptr}, down{nullptr};
+};
+TORCH_MODULE(GrootLmLayer);
+
 // The frozen part: vision tower, pixel shuffle + projector, embedding, language model layers.
 class GrootBackboneImpl : public torch::nn::Module {
  public:
@@ -75,14 +88,17 @@ TORCH_MODULE(GrootBackbone);
 
 // A diffusers BasicTransformerBlock as N1.5 uses it: norm1 (LayerNorm, or AdaLayerNorm on the
 // time), attention with biases (keys from `kdim`-wide context rows, or self), norm3 + GELU(tanh)
-// feed-forward of 4x width.
+// feed-forward of 4x width. Dropout p (training only; N1.5: 0.2 with final_dropout) where
+// diffusers puts it: twice on the attention's output (Attention's to_out and the block's
+// final_dropout), after the feed-forward's activation and after its output.
 class GrootBlockImpl : public torch::nn::Module {
  public:
   GrootBlockImpl(int dim, int heads, int head_dim, int kdim, bool adaptive);
   using Attend = std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
   // x [..., dim]; ctx [rows, kdim] or undefined (self-attention); temb [n, dim] when adaptive
   // (x then [n, L, dim]). attend gets q [x rows, heads, d], k and v [key rows, heads, d].
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb, const Attend& attend) const;
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb, const Attend& attend,
+                     double dropout = 0) const;
   int heads, head_dim;
   bool adaptive;
   LayerNorm norm1{nullptr}, norm3{nullptr};  // affine (not adaptive)
@@ -118,8 +134,8 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   double step_flops(const PolicyInputs& in, bool real) const override;
   std::string type() const override { return "groot"; }
 
-  // The adapter's tokens [prefix rows, backbone_dim].
-  at::Tensor context(const PolicyInputs& in, const GrootLayout& layout);
+  // The adapter's tokens [prefix rows, backbone_dim]; dropout as GrootBlock's.
+  at::Tensor context(const PolicyInputs& in, const GrootLayout& layout, double dropout = 0);
 
   GrootShape shape;
   bool tune_backbone;
@@ -137,7 +153,7 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   at::Tensor state_tokens(const PolicyInputs& in, const Groups& groups);  // [n, 1, I]
   // the velocity at x_t [n, H, max_action_dim], buckets [n]: one [m_g, H, a_g] per embodiment group
   std::vector<at::Tensor> velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx, const Groups& groups,
-                      const at::Tensor& state_tokens, const at::Tensor& x_t, const at::Tensor& tbucket);
+                      const at::Tensor& state_tokens, const at::Tensor& x_t, const at::Tensor& tbucket, double dropout);
 };
 TORCH_MODULE(GrootPolicy);
 

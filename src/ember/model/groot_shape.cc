@@ -72,6 +72,7 @@ void validate(const GrootShape& s) {
   require(s.inner() <= (1 << 16), "dit_heads x dit_head_dim", "must be at most 65536");
   require(s.max_seq_len >= s.base.horizon, "max_seq_len", "must be at least the horizon");
   require(s.rope_base > 1, "rope_base", "must be above 1");
+  require(s.dropout >= 0 && s.dropout < 1, "dropout", "must be in [0, 1)");
   require(!s.embodiments.empty() && s.embodiments.size() <= size_t(kMaxEmbodiments), "embodiments",
           "must number 1 to " + std::to_string(kMaxEmbodiments));
   for (size_t e = 0; e < s.embodiments.size(); ++e) {
@@ -96,7 +97,9 @@ GrootParameterCount parameter_count(const GrootShape& s) {
                 v.layers * (4 * dv + dense(dv, 3 * dv) + dense(dv, dv) + dense(dv, v.mlp) + dense(v.mlp, dv)) + 2 * dv;
   const int64_t merged = dv * v.merge * v.merge;
   int64_t projector = 2 * merged + dense(merged, dlm) + dense(dlm, dlm);
-  int64_t lm_layer = dlm * t.heads * t.head_dim * 2 + dlm * t.kv_heads * t.head_dim * 2 + 3 * dlm * t.mlp + 2 * dlm;
+  // q, k, v, o, the MLP, two RMSNorms and Qwen3's q/k norms
+  int64_t lm_layer =
+      dlm * t.heads * t.head_dim * 2 + dlm * t.kv_heads * t.head_dim * 2 + 3 * dlm * t.mlp + 2 * dlm + 2 * t.head_dim;
   c.backbone = vit + projector + int64_t(s.base.vocab) * dlm + t.layers * lm_layer + dlm;
   // adapter
   int64_t adapter = (dlm != b ? dense(dlm, b) : 0) + 2 * b + s.vl_layers * (4 * b + 4 * dense(b, b) + dense(b, 4 * b) + dense(4 * b, b));
