@@ -9,7 +9,7 @@
 #                       PNG dataset of libero_like_tool (no rendering, no FFmpeg: GPU nodes)
 #   PRESETS=small       the policies whose shapes the loader builds (comma list, e.g. small,pi05)
 #   BATCH=32            samples a step
-#   NGINX=/usr/sbin/nginx   the server for the loopback figure (a GPU node: the bundle's)
+#   NGINX_BIN=/usr/sbin/nginx   the server for the loopback figure (a GPU node: the bundle's)
 #   TRAIN=1             then `ember train` pi05 at batch 16 on CUDA from the shards: data_wait_frac
 #                       per log window (training.jsonl lines of OUT.jsonl; needs a GPU)
 # Cost: ~4 min on the 2-core dev machine with SOURCE=sim (collecting twice is most of it); on the
@@ -22,7 +22,7 @@ workers="${3:-1,2}"
 source_kind="${SOURCE:-sim}"
 batch="${BATCH:-32}"
 ember="$build/ember"
-nginx="${NGINX:-/usr/sbin/nginx}"
+nginx="${NGINX_BIN:-/usr/sbin/nginx}"  # (not NGINX: nginx reads that variable itself)
 work="$(mktemp -d)"
 trap 'kill "${nginx_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 : >"$out"
