@@ -209,6 +209,28 @@ TEST(OwnedShardOrder, ChangingOnlyTheBatchIsANewStretchToo) {
   for (auto [f, n] : counts(second)) EXPECT_FALSE(c.count(f)) << "frame " << f << " read again";
 }
 
+// What the loader prefetches by: a rank's coming frames, in its reading order, a window ahead.
+TEST(OwnedShardOrder, AheadIsWhatTheRankReadsNext) {
+  Fixture fx;
+  FrameSampler s(fx.episodes, fx.options);
+  std::vector<std::vector<int64_t>> frames;
+  LoaderPosition at = run(s, {}, 3, 4, frames, 2);
+  std::vector<std::vector<int64_t>> rest;
+  run(s, at, 3, 4, rest);
+  EXPECT_EQ(s.window_frames(), 2 * 38);  // window 2 x the largest shard's 38 eligible frames
+  for (int r = 0; r < 4; ++r) {
+    auto next = s.ahead(at, 12, r, 4, s.window_frames());
+    ASSERT_FALSE(next.empty());
+    const size_t n = std::min(next.size(), rest[size_t(r)].size());
+    EXPECT_EQ(std::vector<int64_t>(next.begin(), next.begin() + long(n)), std::vector<int64_t>(rest[size_t(r)].begin(), rest[size_t(r)].begin() + long(n)))
+        << "rank " << r;
+  }
+  // the global order has none (its lookahead is the next steps')
+  SamplerOptions global = fx.options;
+  global.shard_window = 0;
+  EXPECT_TRUE(FrameSampler(fx.episodes, global).ahead({}, 12, 0, 4, 100).empty());
+}
+
 TEST(OwnedShardOrder, PositionsRoundTripAndBadOnesAreNamed) {
   LoaderPosition p{2, 40, {{4, 5, 3}, {2, 10, 1}}};
   EXPECT_EQ(saved(p), p);

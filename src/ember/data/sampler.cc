@@ -150,7 +150,8 @@ SamplerBatch FrameSampler::next_batch(const LoaderPosition& position, int64_t gl
   return batch;
 }
 
-SamplerBatch FrameSampler::owned_batch(const LoaderPosition& position, int64_t global_batch, int rank, int world_size) const {
+std::pair<LoaderPosition, std::vector<OrderLevel>> FrameSampler::owned_at(const LoaderPosition& position, int64_t global_batch,
+                                                                          int world_size) const {
   const int64_t b = global_batch / world_size;
   const LayoutSegment now{world_size, b, 0};
   // the epoch's layout: the last segment continued, or a new one for another (world, batch)
@@ -169,6 +170,11 @@ SamplerBatch FrameSampler::owned_batch(const LoaderPosition& position, int64_t g
       invalid("drop_last_batch: the smallest rank's shards hold fewer than its batch of " + std::to_string(b) +
               " frames on " + std::to_string(world_size) + " ranks: no step");
   }
+  return {std::move(at), std::move(plan)};
+}
+
+SamplerBatch FrameSampler::owned_batch(const LoaderPosition& position, int64_t global_batch, int rank, int world_size) const {
+  auto [at, plan] = owned_at(position, global_batch, world_size);
   SamplerBatch batch;
   batch.frames = owned_->step_frames(at.epoch, plan, rank, at.layout.back().steps);
   batch.next = at;
@@ -176,5 +182,15 @@ SamplerBatch FrameSampler::owned_batch(const LoaderPosition& position, int64_t g
   if (++batch.next.layout.back().steps == plan.back().steps_per_epoch) batch.next = {at.epoch + 1, 0, {}};
   return batch;
 }
+
+std::vector<int64_t> FrameSampler::ahead(const LoaderPosition& position, int64_t global_batch, int rank, int world_size,
+                                         int64_t count) const {
+  if (!owned_) return {};
+  next_batch(position, global_batch, rank, world_size);  // the request's checks
+  auto [at, plan] = owned_at(position, global_batch, world_size);
+  return owned_->ahead(at.epoch, plan, rank, at.layout.back().steps, count);
+}
+
+int64_t FrameSampler::window_frames() const { return owned_ ? owned_->window_frames() : 0; }
 
 }  // namespace ember::data

@@ -74,6 +74,7 @@ class SplitMix64 {
 };
 
 class ShardOrder;
+struct OrderLevel;
 
 struct SamplerOptions {
   uint64_t seed = 0;
@@ -145,10 +146,20 @@ class FrameSampler {
   SamplerBatch next_batch(const LoaderPosition& position, int64_t global_batch, int rank,
                           int world_size) const;
 
+  // The owned-shard order only (empty otherwise): up to `count` of rank `rank`'s frames from
+  // `position` on, in the order it reads them, to the end of the epoch (what its store should
+  // fetch next), and window_frames(), the most frames a window of shards holds. Thread-safe.
+  std::vector<int64_t> ahead(const LoaderPosition& position, int64_t global_batch, int rank, int world_size,
+                             int64_t count) const;
+  int64_t window_frames() const;
+
  private:
   std::shared_ptr<const std::vector<int64_t>> cached_order(int64_t epoch) const;
 
   SamplerBatch owned_batch(const LoaderPosition& position, int64_t global_batch, int rank, int world_size) const;
+  // the position's epoch and layout on (world_size, global_batch / world_size), and its plan
+  std::pair<LoaderPosition, std::vector<OrderLevel>> owned_at(const LoaderPosition& position, int64_t global_batch,
+                                                              int world_size) const;
 
   SamplerOptions options_;
   std::vector<int64_t> eligible_;  // [size()] ascending

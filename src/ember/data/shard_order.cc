@@ -35,7 +35,7 @@ void ShardOrder::forget_before(int64_t epoch) const {
   std::erase_if(ranks_, [&](const auto& e) { return std::get<0>(e.first) < epoch; });
 }
 
-std::shared_ptr<const std::vector<std::vector<int>>> ShardOrder::deal(int64_t epoch, int world) const {
+std::shared_ptr<const ShardOrder::Dealt> ShardOrder::deal(int64_t epoch, int world) const {
   auto& cached = dealt_[{epoch, world}];
   if (cached) return cached;
   // the shards permuted
@@ -43,15 +43,18 @@ std::shared_ptr<const std::vector<std::vector<int>>> ShardOrder::deal(int64_t ep
   for (size_t s = 0; s < perm.size(); ++s) perm[s] = int64_t(s);
   SplitMix64(mix64(seed_) ^ uint64_t(epoch)).permute(perm.data(), perm.size());
   // dealt: each to the rank with the fewest frames so far, the lowest on ties
-  auto out = std::make_shared<std::vector<std::vector<int>>>(size_t(world));
+  auto out = std::make_shared<Dealt>();
+  out->shards.resize(size_t(world));
+  out->frames.assign(size_t(world), 0);
   using Load = std::pair<int64_t, int>;  // (frames, rank)
   std::priority_queue<Load, std::vector<Load>, std::greater<Load>> ranks;
   for (int r = 0; r < world; ++r) ranks.push({0, r});
   for (int64_t s : perm) {
     auto [frames, r] = ranks.top();
     ranks.pop();
-    (*out)[size_t(r)].push_back(int(s));
-    ranks.push({frames + int64_t(shard_frames_[size_t(s)].size()), r});
+    out->shards[size_t(r)].push_back(int(s));
+    out->frames[size_t(r)] = frames + int64_t(shard_frames_[size_t(s)].size());
+    ranks.push({out->frames[size_t(r)], r});
   }
   cached = out;
   return cached;
@@ -60,7 +63,7 @@ std::shared_ptr<const std::vector<std::vector<int>>> ShardOrder::deal(int64_t ep
 std::shared_ptr<const std::vector<int64_t>> ShardOrder::level0_rank(int64_t epoch, int world, int rank) const {
   auto& cached = level0_[{epoch, world, rank}];
   if (cached) return cached;
-  const auto& shards = (*deal(epoch, world))[size_t(rank)];
+  const auto& shards = deal(epoch, world)->shards[size_t(rank)];
   auto out = std::make_shared<std::vector<int64_t>>();
   SplitMix64 rng(mix64(mix64(seed_) ^ uint64_t(epoch)) + uint64_t(rank));
   for (size_t w = 0; w < shards.size(); w += size_t(window_)) {
@@ -77,7 +80,7 @@ std::shared_ptr<const std::vector<int64_t>> ShardOrder::level0_rank(int64_t epoc
 
 std::vector<int> ShardOrder::owned_shards(int64_t epoch, int world, int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return (*deal(epoch, world))[size_t(rank)];
+  return deal(epoch, world)->shards[size_t(rank)];
 }
 
 std::vector<OrderLevel> ShardOrder::plan(int64_t epoch, const std::vector<LayoutSegment>& layout) const {
@@ -89,9 +92,7 @@ std::vector<OrderLevel> ShardOrder::plan(int64_t epoch, const std::vector<Layout
     l.sizes.assign(size_t(l.world), 0);
     if (k == 0) {
       // level 0: each rank's dealt shards
-      const auto& dealt = *deal(epoch, int(l.world));
-      for (size_t r = 0; r < dealt.size(); ++r)
-        for (int s : dealt[r]) l.sizes[r] += int64_t(shard_frames_[size_t(s)].size());
+      l.sizes = deal(epoch, int(l.world))->frames;
       const auto owning = std::count_if(l.sizes.begin(), l.sizes.end(), [](int64_t n) { return n > 0; });
       if (owning < l.world)
         invalid(std::to_string(l.world) + " ranks, but only " + std::to_string(owning) +
@@ -141,22 +142,40 @@ void ShardOrder::slice(int64_t epoch, const std::vector<OrderLevel>& plan, size_
   }
 }
 
+std::shared_ptr<const std::vector<int64_t>> ShardOrder::sequence(int64_t epoch, const std::vector<OrderLevel>& plan, int rank) const {
+  const OrderLevel& l = plan.back();
+  std::vector<int64_t> key;  // the layout: (world, batch, steps) of the finished levels, (world, batch) of the last
+  for (const OrderLevel& p : plan) key.insert(key.end(), {p.world, p.batch, &p == &l ? -1 : p.steps});
+  auto& seq = ranks_[{epoch, key, rank}];
+  if (seq) return seq;
+  if (plan.size() == 1) {
+    seq = level0_rank(epoch, int(l.world), rank);
+  } else {
+    auto s = std::make_shared<std::vector<int64_t>>();
+    slice(epoch, plan, plan.size() - 1, l.offsets[size_t(rank)], l.offsets[size_t(rank)] + l.sizes[size_t(rank)], *s);
+    seq = s;
+  }
+  return seq;
+}
+
+std::vector<int64_t> ShardOrder::ahead(int64_t epoch, const std::vector<OrderLevel>& plan, int rank, int64_t step, int64_t count) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto seq = sequence(epoch, plan, rank);
+  const int64_t from = std::min<int64_t>(int64_t(seq->size()), step * plan.back().batch);
+  const int64_t to = std::min<int64_t>(int64_t(seq->size()), from + std::max<int64_t>(0, count));
+  return std::vector<int64_t>(seq->begin() + from, seq->begin() + to);
+}
+
+int64_t ShardOrder::window_frames() const {
+  size_t most = 0;
+  for (const auto& f : shard_frames_) most = std::max(most, f.size());
+  return window_ * int64_t(most);
+}
+
 std::vector<int64_t> ShardOrder::step_frames(int64_t epoch, const std::vector<OrderLevel>& plan, int rank, int64_t step) const {
   std::lock_guard<std::mutex> lock(mu_);
   const OrderLevel& l = plan.back();
-  // the rank's sequence in the last level, cached by (epoch, layout, rank)
-  std::vector<int64_t> key;
-  for (const OrderLevel& p : plan) key.insert(key.end(), {p.world, p.batch, &p == &l ? -1 : p.steps});
-  auto& seq = ranks_[{epoch, key, rank}];
-  if (!seq) {
-    if (plan.size() == 1) {
-      seq = level0_rank(epoch, int(l.world), rank);
-    } else {
-      auto s = std::make_shared<std::vector<int64_t>>();
-      slice(epoch, plan, plan.size() - 1, l.offsets[size_t(rank)], l.offsets[size_t(rank)] + l.sizes[size_t(rank)], *s);
-      seq = s;
-    }
-  }
+  auto seq = sequence(epoch, plan, rank);
   // b positions of the padded sequence: past the rank's frames, its own walked back from its last
   const int64_t n = l.sizes[size_t(rank)];
   std::vector<int64_t> frames;

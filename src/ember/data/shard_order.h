@@ -59,12 +59,23 @@ class ShardOrder {
   // Thread-safe; the rank's sequence is cached for its (epoch, layout).
   std::vector<int64_t> step_frames(int64_t epoch, const std::vector<OrderLevel>& plan, int rank, int64_t step) const;
 
+  // Up to `count` of rank `rank`'s real frames from step `step` of the plan's last level on, in
+  // the order it reads them (no padding): what it reads next, for prefetching. Thread-safe.
+  std::vector<int64_t> ahead(int64_t epoch, const std::vector<OrderLevel>& plan, int rank, int64_t step, int64_t count) const;
+  // shard_window x the most eligible frames of a shard: a window's frames at most.
+  int64_t window_frames() const;
+
   // The shards of level 0 that rank `rank` owns, in the order dealt (for tests and benches).
   std::vector<int> owned_shards(int64_t epoch, int world, int rank) const;
 
  private:
-  // [world] each rank's shards in the order dealt (cached; with mu_ held)
-  std::shared_ptr<const std::vector<std::vector<int>>> deal(int64_t epoch, int world) const;
+  struct Dealt {
+    std::vector<std::vector<int>> shards;  // [world] each rank's shards in the order dealt
+    std::vector<int64_t> frames;           // [world] their eligible frames
+  };
+  std::shared_ptr<const Dealt> deal(int64_t epoch, int world) const;  // cached; with mu_ held
+  // the rank's sequence in the plan's last level (cached; with mu_ held)
+  std::shared_ptr<const std::vector<int64_t>> sequence(int64_t epoch, const std::vector<OrderLevel>& plan, int rank) const;
   // level 0's sequence of `rank` (cached; with mu_ held)
   std::shared_ptr<const std::vector<int64_t>> level0_rank(int64_t epoch, int world, int rank) const;
   // appends positions [from, to) of level `level`'s stream (with mu_ held)
@@ -79,7 +90,7 @@ class ShardOrder {
   // caches, of the two newest epochs asked for (the loader looks ahead across an epoch's end)
   void forget_before(int64_t epoch) const;  // with mu_ held
   mutable std::mutex mu_;
-  mutable std::map<std::pair<int64_t, int>, std::shared_ptr<const std::vector<std::vector<int>>>> dealt_;  // (epoch, world)
+  mutable std::map<std::pair<int64_t, int>, std::shared_ptr<const Dealt>> dealt_;  // (epoch, world)
   mutable std::map<std::tuple<int64_t, int, int>, std::shared_ptr<const std::vector<int64_t>>> level0_;     // (epoch, world, rank)
   mutable std::map<std::tuple<int64_t, std::vector<int64_t>, int>, std::shared_ptr<const std::vector<int64_t>>> ranks_;
 };
