@@ -12,6 +12,8 @@ Loader::Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, 
                const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start)
     : dataset_(dataset), sampler_(sampler), builder_(builder), shape_(shape), options_(options),
       pool_(size_t(std::max(1, options.workers))) {
+  // a request the sampler refuses (e.g. more ranks than shards) fails here, not at the first step
+  sampler_.next_batch(start, options_.batch_size * options_.world_size, options_.rank, options_.world_size);
   producer_ = std::thread([this, start] { produce(start); });
 }
 

@@ -54,7 +54,8 @@ struct TrainBatch {
 
 class Loader {
  public:
-  // Starts producing at `start`. dataset, sampler and builder must outlive the loader.
+  // Starts producing at `start`. dataset, sampler and builder must outlive the loader. Throws
+  // the sampler's kInvalidArgument when it refuses the request (batch, ranks, shards).
   Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const model::SampleBuilder& builder,
          const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start);
   ~Loader();  // stops the producer (in-flight work finishes)
