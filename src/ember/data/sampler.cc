@@ -81,13 +81,10 @@ FrameSampler::FrameSampler(const std::vector<Episode>& episodes, SamplerOptions 
   // the owned-shard order: each shard's eligible frames
   if (options_.shuffle && options_.shard_window > 0 && !options_.shard_starts.empty()) {
     const std::vector<int64_t>& starts = options_.shard_starts;
-    std::vector<std::vector<int64_t>> frames(starts.size());
-    for (size_t s = 0; s < starts.size(); ++s) {
-      auto begin = std::lower_bound(eligible_.begin(), eligible_.end(), starts[s]);
-      auto end = s + 1 < starts.size() ? std::lower_bound(begin, eligible_.end(), starts[s + 1]) : eligible_.end();
-      frames[s].assign(begin, end);
-    }
-    owned_ = std::make_shared<ShardOrder>(options_.seed, options_.shard_window, options_.drop_last_batch, std::move(frames));
+    std::vector<size_t> begin(starts.size() + 1, eligible_.size());
+    for (size_t s = 0; s < starts.size(); ++s)
+      begin[s] = size_t(std::lower_bound(eligible_.begin(), eligible_.end(), starts[s]) - eligible_.begin());
+    owned_ = std::make_shared<ShardOrder>(options_.seed, options_.shard_window, options_.drop_last_batch, eligible_, std::move(begin));
   }
 }
 

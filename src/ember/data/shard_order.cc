@@ -26,8 +26,9 @@ int64_t read_of(const OrderLevel& l, size_t r) { return std::min(l.sizes[r], l.s
 
 }  // namespace
 
-ShardOrder::ShardOrder(uint64_t seed, int64_t window, bool drop_last, std::vector<std::vector<int64_t>> shard_frames)
-    : seed_(seed), window_(std::max<int64_t>(1, window)), drop_last_(drop_last), shard_frames_(std::move(shard_frames)) {}
+ShardOrder::ShardOrder(uint64_t seed, int64_t window, bool drop_last, const std::vector<int64_t>& eligible,
+                       std::vector<size_t> shard_begin)
+    : seed_(seed), window_(std::max<int64_t>(1, window)), drop_last_(drop_last), eligible_(eligible), begin_(std::move(shard_begin)) {}
 
 void ShardOrder::forget_before(int64_t epoch) const {
   std::erase_if(dealt_, [&](const auto& e) { return e.first.first < epoch; });
@@ -39,7 +40,7 @@ std::shared_ptr<const ShardOrder::Dealt> ShardOrder::deal(int64_t epoch, int wor
   auto& cached = dealt_[{epoch, world}];
   if (cached) return cached;
   // the shards permuted
-  std::vector<int64_t> perm(shard_frames_.size());
+  std::vector<int64_t> perm(shards());
   for (size_t s = 0; s < perm.size(); ++s) perm[s] = int64_t(s);
   SplitMix64(mix64(seed_) ^ uint64_t(epoch)).permute(perm.data(), perm.size());
   // dealt: each to the rank with the fewest frames so far, the lowest on ties
@@ -53,7 +54,7 @@ std::shared_ptr<const ShardOrder::Dealt> ShardOrder::deal(int64_t epoch, int wor
     auto [frames, r] = ranks.top();
     ranks.pop();
     out->shards[size_t(r)].push_back(int(s));
-    out->frames[size_t(r)] = frames + int64_t(shard_frames_[size_t(s)].size());
+    out->frames[size_t(r)] = frames + frames_of(size_t(s));
     ranks.push({out->frames[size_t(r)], r});
   }
   cached = out;
@@ -69,8 +70,8 @@ std::shared_ptr<const std::vector<int64_t>> ShardOrder::level0_rank(int64_t epoc
   for (size_t w = 0; w < shards.size(); w += size_t(window_)) {
     const size_t from = out->size();
     for (size_t k = w; k < std::min(shards.size(), w + size_t(window_)); ++k) {
-      const auto& f = shard_frames_[size_t(shards[k])];
-      out->insert(out->end(), f.begin(), f.end());
+      const size_t sh = size_t(shards[k]);
+      out->insert(out->end(), eligible_.begin() + long(begin_[sh]), eligible_.begin() + long(begin_[sh + 1]));
     }
     rng.permute(out->data() + from, out->size() - from);
   }
@@ -167,9 +168,9 @@ std::vector<int64_t> ShardOrder::ahead(int64_t epoch, const std::vector<OrderLev
 }
 
 int64_t ShardOrder::window_frames() const {
-  size_t most = 0;
-  for (const auto& f : shard_frames_) most = std::max(most, f.size());
-  return window_ * int64_t(most);
+  int64_t most = 0;
+  for (size_t s = 0; s < shards(); ++s) most = std::max(most, frames_of(s));
+  return window_ * most;
 }
 
 std::vector<int64_t> ShardOrder::step_frames(int64_t epoch, const std::vector<OrderLevel>& plan, int rank, int64_t step) const {

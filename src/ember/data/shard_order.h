@@ -47,8 +47,10 @@ struct OrderLevel {
 
 class ShardOrder {
  public:
-  // shard_frames[s]: shard s's eligible frames, ascending. window >= 1.
-  ShardOrder(uint64_t seed, int64_t window, bool drop_last, std::vector<std::vector<int64_t>> shard_frames);
+  // eligible: every eligible frame, ascending (not copied: it must outlive the order); shard s
+  // holds eligible[shard_begin[s], shard_begin[s + 1]) ([S + 1], the last = eligible.size()).
+  ShardOrder(uint64_t seed, int64_t window, bool drop_last, const std::vector<int64_t>& eligible,
+             std::vector<size_t> shard_begin);
 
   // The plan of `epoch` for `layout` (non-empty; its last segment is the current one). Throws
   // kInvalidArgument when level 0 leaves a rank without frames (fewer shards than ranks), or when
@@ -85,7 +87,10 @@ class ShardOrder {
   uint64_t seed_;
   int64_t window_;
   bool drop_last_;
-  std::vector<std::vector<int64_t>> shard_frames_;
+  const std::vector<int64_t>& eligible_;
+  std::vector<size_t> begin_;  // [S + 1]
+  size_t shards() const { return begin_.size() - 1; }
+  int64_t frames_of(size_t s) const { return int64_t(begin_[s + 1] - begin_[s]); }
 
   // caches, of the two newest epochs asked for (the loader looks ahead across an epoch's end)
   void forget_before(int64_t epoch) const;  // with mu_ held
