@@ -3,6 +3,10 @@
 # archive and no -dev headers (DESIGN.md, "GPU machines without a package archive").
 # Run on a Debian 12 machine with network; writes .deps/debs/*.deb (git-ignored). Carry that
 # folder to the node and run scripts/gpu-unpack.sh there.
+# libcurl's own libraries (libssh2, ...) are found through the executables' RPATH only: where the
+# node's toolchain writes RUNPATH (the H200 image's does), build with
+#   EMBER_CMAKE_EXTRA="-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags" bash bench/gpu_build.sh ...
+# (bench/results/shards_h200_2026-12-01.md); `ldd build-gpu/bin/ember | grep curl` shows which.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/.deps/debs"
