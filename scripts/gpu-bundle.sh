@@ -3,6 +3,10 @@
 # archive and no -dev headers (DESIGN.md, "GPU machines without a package archive").
 # Run on a Debian 12 machine with network; writes .deps/debs/*.deb (git-ignored). Carry that
 # folder to the node and run scripts/gpu-unpack.sh there.
+# libcurl's own libraries (libssh2, ...) are found through the executables' RPATH only: where the
+# node's toolchain writes RUNPATH (the H200 image's does), build with
+#   EMBER_CMAKE_EXTRA="-DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags" bash bench/gpu_build.sh ...
+# (bench/results/shards_h200_2026-12-01.md); `ldd build-gpu/bin/ember | grep curl` shows which.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/.deps/debs"
@@ -19,7 +23,13 @@ packages=(
   libmujoco-dev libmujoco2.2.2 libccd2 liblodepng0 libqhull-r8.0 libtinyxml2-9
   libegl1 libgl1 libglvnd0 libglx0 libopengl0
   libgloo-dev  # headers only, for libtorch's ProcessGroupGloo.hpp (CPU jobs of several ranks)
-  libturbojpeg0-dev libturbojpeg0  # training shards' JPEG frames (libcurl is not bundled: remote shards need the node's)
+  libturbojpeg0-dev libturbojpeg0  # training shards' JPEG frames
+  # remote shards (http://, https://, s3://): libcurl and every library it loads beyond glibc,
+  # zlib and zstd (the node's image may have none of them; ember's RPATH finds them in the prefix)
+  libcurl4-openssl-dev libcurl4 libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0 libbrotli1
+  libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2 libsasl2-2 libsasl2-modules-db
+  libdb5.3 libidn2-0 libunistring2 libgnutls30 libhogweed6 libnettle8 libgmp10 libp11-kit0 libtasn1-6 libffi8
+  nginx libpcre2-8-0 libcrypt1  # tests and bench/shards_bench.sh only: shards served on loopback
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

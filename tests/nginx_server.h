@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -30,7 +31,9 @@ class NginxServer {
     std::string fail_prefix;      // requests under this URL prefix get 503; empty: none
   };
 
+  // $EMBER_NGINX first (a GPU node's nginx unpacked from scripts/gpu-bundle.sh's bundle)
   static std::string binary() {
+    if (const char* e = std::getenv("EMBER_NGINX"); e && ::access(e, X_OK) == 0) return e;
     for (const char* p : {"/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"})
       if (::access(p, X_OK) == 0) return p;
     return "";

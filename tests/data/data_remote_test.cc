@@ -10,6 +10,7 @@
 
 #include "ember/core/error.h"
 #include "ember/data/dataset.h"
+#include "ember/data/sampler.h"
 #include "ember/data/shard_pack.h"
 #include "ember/data/shard_store.h"
 #include "ember/io/http.h"
@@ -193,6 +194,53 @@ TEST(RemoteShards, ServerKilledMidTransferIsRetriedAndRecovers) {
   // and the bytes are the shard's
   std::ifstream a(path, std::ios::binary), b(s.shards + "/" + s.index.shards[1].path, std::ios::binary);
   EXPECT_TRUE(std::equal(std::istreambuf_iterator<char>(a), {}, std::istreambuf_iterator<char>(b)));
+}
+
+// 8 simulated ranks, each with its own cache, fetch an epoch's samples over HTTP: in the
+// owned-shard order each fetches only its own shards (together the dataset once); strided
+// shares of one windowed order (the order before it) had each fetch nearly every shard.
+TEST(RemoteShards, EightRanksFetchOnlyTheShardsTheirSamplesLiveIn) {
+  REQUIRE_NGINX();
+  TempDir dir;
+  test::write_stripes_dataset(dir.path() + "/src", {9, 12, 7, 10, 8, 11, 6, 13, 9, 10, 7, 12, 8, 11, 10, 9});
+  const std::string shards = dir.path() + "/shards";
+  ShardIndex index = pack_shards(dir.path() + "/src", shards, test::pack_options(64, 0.01));
+  ASSERT_EQ(index.shards.size(), 16u);  // one episode a shard
+  NginxServer server(dir.path() + "/nginx", serve(shards));
+  ASSERT_FALSE(server.url().empty());
+  SamplerOptions so;
+  so.seed = 5;
+  so.shard_starts = index.starts();
+  so.shard_window = 2;
+  FrameSampler sampler(load_metadata(shards).episodes, so);
+  const auto global = sampler.order(0);
+  const int world = 8;
+  uint64_t dataset = 0, owned_sum = 0, strided_sum = 0;
+  for (const auto& f : index.shards) dataset += f.bytes;
+  // the bytes rank r's store fetched for `frames`
+  auto fetched = [&](const std::string& cache, const std::vector<int64_t>& frames) {
+    RemoteShards remote(server.url(), quick(cache));
+    const uint64_t meta = remote.stats().bytes_fetched;
+    for (int64_t f : frames) remote.localize(remote.local_root() + "/" + index.shards[size_t(index.shard_of(f))].path);
+    return remote.stats().bytes_fetched - meta;
+  };
+  for (int r = 0; r < world; ++r) {
+    std::vector<int64_t> owned, strided;
+    for (LoaderPosition at; at.epoch == 0;) {
+      auto b = sampler.next_batch(at, 2 * world, r, world);
+      owned.insert(owned.end(), b.frames.begin(), b.frames.end());
+      at = b.next;
+    }
+    for (size_t p = size_t(r); p < global.size(); p += world) strided.push_back(global[p]);
+    const uint64_t a = fetched(dir.path() + "/owned" + std::to_string(r), owned);
+    const uint64_t b = fetched(dir.path() + "/strided" + std::to_string(r), strided);
+    std::printf("rank %d of 8: fetched %.0f KB owned, %.0f KB strided (dataset %.0f KB)\n", r, a / 1e3, b / 1e3, dataset / 1e3);
+    EXPECT_LE(a, dataset / 4) << "rank " << r;
+    EXPECT_GE(b, dataset / 2) << "rank " << r;
+    owned_sum += a, strided_sum += b;
+  }
+  std::printf("8 ranks together: %.2f x the dataset owned, %.2f x strided\n", double(owned_sum) / dataset, double(strided_sum) / dataset);
+  EXPECT_EQ(owned_sum, dataset);  // every shard fetched once, by the rank that owns it
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Training shards: JPEG and resizing primitives, `pack` (every frame kept, at the right index,
 // with its numbers exact), the index's O(1) lookups, check finding damage, and the
-// shard-aware sampler order (windows of shards, exact across world sizes).
+// shard-aware order of one rank (windows of shards; ranks: data_shard_order_test.cc).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -248,35 +248,7 @@ TEST(ShardOrder, WindowsOfShardsPermutedWithinAndSeeded) {
   EXPECT_NE(FrameSampler(eps, plain).order(0), order);
 }
 
-TEST(ShardOrder, RankSharesTogetherAreTheGlobalOrderOnAnyWorldSize) {
-  auto eps = episodes_of({40, 33, 61, 20});
-  SamplerOptions o;
-  o.seed = 3;
-  o.shard_starts = {0, 50, 90, 120};
-  o.shard_window = 2;
-  FrameSampler s(eps, o);
-  auto order = s.order(0);
-  for (int world : {1, 2, 4}) {
-    LoaderPosition at;
-    std::vector<int64_t> seen;
-    while (at.epoch == 0) {
-      std::vector<std::vector<int64_t>> shares;
-      LoaderPosition next;
-      for (int r = 0; r < world; ++r) {
-        auto b = s.next_batch(at, 8, r, world);
-        shares.push_back(b.frames);
-        next = b.next;
-      }
-      for (size_t k = 0; k < 8; ++k)
-        for (int r = 0; r < world; ++r)
-          if (k < shares[size_t(r)].size() && seen.size() < order.size()) seen.push_back(shares[size_t(r)][k]);
-      at = next;
-    }
-    // strided shares interleave back into the global order exactly
-    ASSERT_EQ(seen.size(), order.size());
-    EXPECT_EQ(seen, order) << "world " << world;
-  }
-}
+// Ranks, resume and padding of the owned-shard order: data_shard_order_test.cc.
 
 }  // namespace
 }  // namespace ember::data

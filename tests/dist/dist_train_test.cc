@@ -25,6 +25,7 @@
 #include "ember/core/error.h"
 #include "ember/data/dataset.h"
 #include "ember/data/sampler.h"
+#include "ember/data/shard_pack.h"
 #include "ember/dist/process_group.h"
 #include "ember/model/pi05.h"
 #include "ember/model/tokenizer.h"
@@ -35,6 +36,7 @@
 #include "ember/model/processor.h"
 #include "ember/train/trainer.h"
 #include "ember/train/zero_adamw.h"
+#include "shard_fixture.h"
 #include "test_util.h"
 
 namespace ember::dist {
@@ -470,6 +472,53 @@ TEST(DistElastic, TwoRanksToOneCoversTheEpochOnce) {
 TEST(DistElastic, OneRankToTwoWithZeroCoversTheEpochOnce) {
   SKIP_WITHOUT_VIDEO();
   expect_elastic(1, 2, 1);
+}
+
+// On training shards (the owned-shard order): 2 ranks for 2 steps, resumed on 3 to the end of
+// epoch 0. The checkpoints hold the sampler's layout segments, and the resumed stretch reads
+// every frame the first did not, none that it did.
+TEST(DistElastic, ShardsTwoRanksToThreeReadEachUnreadFrameOnce) {
+  test::TempDir dir;
+  test::write_stripes_dataset(dir.path() + "/src", {9, 12, 7, 10, 8, 11});
+  const std::string shards = dir.path() + "/shards", out = dir.path() + "/run";
+  auto index = data::pack_shards(dir.path() + "/src", shards, test::pack_options(32, 0.01));
+  ASSERT_EQ(index.shards.size(), 6u);
+  auto config = [&](int64_t steps) {
+    return train::parse_train_flags({"--dataset.root=" + shards, "--output_dir=" + out, "--device=cpu", "--steps=" + std::to_string(steps),
+                                     "--batch_size=4", "--optimizer.lr=1e-3", "--policy.horizon=4", "--dataset.image_size=32",
+                                     "--num_workers=1", "--log_freq=1", "--save_freq=100000", "--dataset.shard_window=2"});
+  };
+  data::SamplerOptions so;  // as the trainer makes it
+  so.seed = uint64_t(config(1).seed);
+  so.shard_starts = index.starts();
+  so.shard_window = 2;
+  data::FrameSampler sampler(data::load_metadata(shards).episodes, so);
+  // what the two stretches read, by the sampler
+  data::LoaderPosition pos;
+  std::map<int64_t, int> first, second;
+  auto step = [&](int world, std::map<int64_t, int>& seen) {
+    data::LoaderPosition next;
+    for (int r = 0; r < world; ++r) {
+      auto share = sampler.next_batch(pos, 4 * world, r, world);
+      for (int64_t f : share.frames) seen[f]++;
+      next = share.next;
+    }
+    pos = next;
+  };
+  step(2, first), step(2, first);
+  const data::LoaderPosition after_first = pos;
+  int64_t steps_b = 0;
+  while (pos.epoch == 0) step(3, second), ++steps_b;
+
+  train_on(2, config(2));
+  EXPECT_EQ(trainer_state(out)["loader"].get<data::LoaderPosition>(), after_first);
+  EXPECT_EQ(after_first.layout, (std::vector<data::LayoutSegment>{{2, 4, 2}}));
+  auto resumed = config(2 + steps_b);
+  resumed.resume = true;
+  train_on(3, resumed);
+  EXPECT_EQ(trainer_state(out)["loader"].get<data::LoaderPosition>(), (data::LoaderPosition{1, 0, {}}));
+  for (auto [f, n] : second) EXPECT_FALSE(first.count(f)) << "frame " << f << " read again after the resume";
+  for (int64_t f : sampler.eligible()) EXPECT_TRUE(first.count(f) || second.count(f)) << "frame " << f << " never read";
 }
 
 }  // namespace

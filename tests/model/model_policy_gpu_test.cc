@@ -107,9 +107,9 @@ TEST(Pi05PolicyCuda, GradientCheckpointingChangesNothingInBf16) {
   for (auto backend : {AttentionBackend::kVarlen, AttentionBackend::kPadded}) {
     auto in = c.inputs(backend);
     c.policy->options.gradient_checkpointing = c.policy->vision->checkpoint_blocks = false;
-    auto plain = bf16_pass(c.policy, in, c.noise, c.time);
+    auto plain = test::loss_and_grads(c.policy, in, c.noise, c.time);
     c.policy->options.gradient_checkpointing = c.policy->vision->checkpoint_blocks = true;
-    auto rerun = bf16_pass(c.policy, in, c.noise, c.time);
+    auto rerun = test::loss_and_grads(c.policy, in, c.noise, c.time);
     EXPECT_NEAR(rerun.loss, plain.loss, 1e-6 * std::abs(plain.loss)) << attention_backend_name(backend);
     expect_grads_close(rerun, plain, 1e-2, c.policy);
   }

@@ -16,12 +16,15 @@
 //     starting from the eligible frames in ascending order.
 // (std::shuffle and the std distributions are implementation-defined, so they are not used.)
 //
-// Over training shards (shard_starts given, shard_window > 0) the order is shard-aware, as
-// MosaicML Streaming's: the same generator first permutes the shards (Fisher-Yates as above),
-// then, taking the permuted shards shard_window at a time, permutes the eligible frames of each
-// window among themselves (from the window's frames in shard order, ascending within a shard).
-// A window's frames are consumed before the next window's, so a reader holds at most
-// shard_window shards at once and reads each shard in one stretch of the epoch.
+// Over training shards (shard_starts given, shard_window > 0, shuffle) the order is owned-shard
+// (data/shard_order.h, docs/shards.md): the shards are permuted and dealt whole to the ranks,
+// each rank permutes its frames within windows of shard_window of its own shards and takes b =
+// global_batch / world_size of them a step, every rank the same number of steps an epoch
+// (padded, or dropped under drop_last_batch). Such an order depends on (seed, epoch, world size,
+// per-rank batch); the position records the epoch's layout, so that a resume on the same world
+// size continues bit-exactly and one on another world size continues the epoch reading each
+// sample not yet read once. Everything below about strided shares and partial batches is the
+// global order's (LeRobot datasets, or shards with shard_window 0).
 //
 // The loader's position is global: the epoch and how many samples of its global order have
 // been consumed. A step of global batch B takes positions [consumed, consumed + B) of the
@@ -38,6 +41,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -47,6 +51,30 @@ namespace ember::data {
 
 // splitmix64's output function (a 64-bit mixer), for deriving seeds.
 uint64_t mix64(uint64_t z);
+
+// The generator stated above: splitmix64, unbiased bounded draws, Fisher-Yates from the back.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t state) : state_(state) {}
+  uint64_t next() { return mix64(state_ += 0x9E3779B97F4A7C15ull); }
+  // Unbiased j in [0, bound), bound >= 1: reject r below 2^64 mod bound.
+  uint64_t uniform(uint64_t bound) {
+    const uint64_t threshold = (0 - bound) % bound;
+    uint64_t r = next();
+    while (r < threshold) r = next();
+    return r % bound;
+  }
+  // Fisher-Yates over [first, first + n).
+  void permute(int64_t* first, size_t n) {
+    for (size_t i = n; i > 1; --i) std::swap(first[i - 1], first[uniform(i)]);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+class ShardOrder;
+struct OrderLevel;
 
 struct SamplerOptions {
   uint64_t seed = 0;
@@ -61,15 +89,28 @@ struct SamplerOptions {
   int64_t shard_window = 0;
 };
 
-// Where the data loader stands: `consumed` samples of epoch `epoch`'s global order are done.
+// A stretch of an epoch in the owned-shard order: `steps` steps on `world` ranks of `batch`
+// samples each (the last segment of a position: the steps done so far).
+struct LayoutSegment {
+  int64_t world = 1, batch = 1, steps = 0;
+  bool operator==(const LayoutSegment&) const = default;
+};
+
+// Where the data loader stands: `consumed` samples of epoch `epoch`'s global order are done
+// (the owned-shard order: samples taken this epoch, padding included, and the epoch's layout so
+// far; empty at an epoch's start and for the global order).
 struct LoaderPosition {
-  int64_t epoch = 0;
-  int64_t consumed = 0;
+  LoaderPosition(int64_t epoch = 0, int64_t consumed = 0, std::vector<LayoutSegment> layout = {})
+      : epoch(epoch), consumed(consumed), layout(std::move(layout)) {}
+  int64_t epoch;
+  int64_t consumed;
+  std::vector<LayoutSegment> layout;
   bool operator==(const LoaderPosition&) const = default;
 };
 
-// {"epoch": E, "consumed": C}. from_json throws kInvalidArgument naming the field when a field
-// is missing, not an integer, or negative.
+// {"epoch": E, "consumed": C[, "layout": [{"world": W, "batch": b, "steps": s}, ...]]}.
+// from_json throws kInvalidArgument naming the field when a field is missing, not an integer,
+// or negative (a segment's world and batch: below 1).
 void to_json(nlohmann::json& j, const LoaderPosition& p);
 void from_json(const nlohmann::json& j, LoaderPosition& p);
 
@@ -91,12 +132,13 @@ class FrameSampler {
   const std::vector<int64_t>& eligible() const { return eligible_; }
   const SamplerOptions& options() const { return options_; }
 
-  // The epoch's global order: [size()] global frame indices. Throws kInvalidArgument when
-  // epoch < 0. Thread-safe.
+  // The epoch's global order: [size()] global frame indices (the owned-shard order: the order
+  // of one rank alone). Throws kInvalidArgument when epoch < 0. Thread-safe.
   std::vector<int64_t> order(int64_t epoch) const;
 
   // Rank `rank`'s frames for the global batch at `position`, and the position after it (the
-  // next epoch's start when this batch ends the epoch). A position at or past the end of its
+  // next epoch's start when this batch ends the epoch). The owned-shard order also throws when
+  // level 0 leaves a rank without a shard, or when drop_last_batch leaves an epoch no step. A position at or past the end of its
   // epoch (e.g. saved right at the end) starts the next epoch. Throws kInvalidArgument when
   // size() is 0, global_batch < 1, world_size < 1, rank is outside [0, world_size),
   // global_batch is not a multiple of world_size, or the position is negative. Thread-safe;
@@ -104,11 +146,24 @@ class FrameSampler {
   SamplerBatch next_batch(const LoaderPosition& position, int64_t global_batch, int rank,
                           int world_size) const;
 
+  // The owned-shard order only (empty otherwise): up to `count` of rank `rank`'s frames from
+  // `position` on, in the order it reads them, to the end of the epoch (what its store should
+  // fetch next), and window_frames(), the most frames a window of shards holds. Thread-safe.
+  std::vector<int64_t> ahead(const LoaderPosition& position, int64_t global_batch, int rank, int world_size,
+                             int64_t count) const;
+  int64_t window_frames() const;
+
  private:
   std::shared_ptr<const std::vector<int64_t>> cached_order(int64_t epoch) const;
 
+  SamplerBatch owned_batch(const LoaderPosition& position, int64_t global_batch, int rank, int world_size) const;
+  // the position's epoch and layout on (world_size, global_batch / world_size), and its plan
+  std::pair<LoaderPosition, std::vector<OrderLevel>> owned_at(const LoaderPosition& position, int64_t global_batch,
+                                                              int world_size) const;
+
   SamplerOptions options_;
   std::vector<int64_t> eligible_;  // [size()] ascending
+  std::shared_ptr<const ShardOrder> owned_;  // the owned-shard order, when it applies
 
   mutable std::mutex mutex_;  // guards the cache below
   mutable int64_t cached_epoch_ = -1;

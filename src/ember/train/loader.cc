@@ -12,6 +12,8 @@ Loader::Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, 
                const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start)
     : dataset_(dataset), sampler_(sampler), builder_(builder), shape_(shape), options_(options),
       pool_(size_t(std::max(1, options.workers))) {
+  // a request the sampler refuses (e.g. more ranks than shards) fails here, not at the first step
+  sampler_.next_batch(start, step_samples(), options_.rank, options_.world_size);
   producer_ = std::thread([this, start] { produce(start); });
 }
 
@@ -99,11 +101,16 @@ void Loader::produce(data::LoaderPosition position) {
       if (options_.lookahead) {
         std::vector<int64_t> coming;  // this rank's frames of the next steps, in reading order
         data::LoaderPosition at = position;
+        const int64_t global = step_samples();
         for (int k = 0; k < options_.lookahead_steps; ++k) {
-          auto share = sampler_.next_batch(at, step_samples(), options_.rank, options_.world_size);
+          auto share = sampler_.next_batch(at, global, options_.rank, options_.world_size);
           coming.insert(coming.end(), share.frames.begin(), share.frames.end());
           at = share.next;
         }
+        // owned shards: a window's worth of the rank's frames too, so that the next window's
+        // shards are asked for when the current window starts, not 16 steps before they are read
+        auto more = sampler_.ahead(position, global, options_.rank, options_.world_size, sampler_.window_frames());
+        coming.insert(coming.end(), more.begin(), more.end());
         options_.lookahead(coming);
       }
       auto batch = build(position);

@@ -35,7 +35,8 @@ struct LoaderOptions {
   double image_shift = 0;
   uint64_t seed = 0;
   // Called by the producer before each step with this rank's frames of the next
-  // lookahead_steps steps (remote shards fetch theirs ahead); may be empty.
+  // lookahead_steps steps and, in the owned-shard order, of its next window's worth of frames
+  // (FrameSampler::ahead): remote shards fetch theirs ahead; may be empty.
   std::function<void(const std::vector<int64_t>&)> lookahead;
   int lookahead_steps = 16;
 };
@@ -54,7 +55,8 @@ struct TrainBatch {
 
 class Loader {
  public:
-  // Starts producing at `start`. dataset, sampler and builder must outlive the loader.
+  // Starts producing at `start`. dataset, sampler and builder must outlive the loader. Throws
+  // the sampler's kInvalidArgument when it refuses the request (batch, ranks, shards).
   Loader(const data::Dataset& dataset, const data::FrameSampler& sampler, const model::SampleBuilder& builder,
          const model::PolicyShape& shape, LoaderOptions options, data::LoaderPosition start);
   ~Loader();  // stops the producer (in-flight work finishes)
