@@ -9,6 +9,7 @@
 #   EMBER=build/bin/ember  POLICY="--policy.preset tiny --policy.image_size 32"  (or --checkpoint DIR)
 #   DEVICE=cpu RENDERER=auto ITERATIONS=6 WORKERS=2 ENVS=4 N_GROUPS=4 GROUP=4 EPISODE=40
 #   REPLAN=5 BATCH=8 TIMEOUT=5 BATCHES="1 4 8" TIMEOUTS="1 10"  EXTRA (more ember rl flags)
+#   NAME_PREFIX (before each run's name, e.g. ppo_)
 # Writes under $OUT (default /tmp/ember-out): rl_<run>.log, rl_<run>_metrics.jsonl and
 # rl_throughput.jsonl (one summary line per run).
 set -uo pipefail
@@ -22,7 +23,7 @@ mkdir -p "$out"
 : "${BATCHES:=1 4 8}" "${TIMEOUTS:=1 10}" "${EXTRA:=}" "${PART:=all}"
 
 run() {  # name, then extra flags
-  local name="$1"; shift
+  local name="${NAME_PREFIX:-}$1"; shift
   # shellcheck disable=SC2086
   "$ember" rl $POLICY --output_dir "$work/$name" --device "$DEVICE" --renderer "$RENDERER" --suite easy --seed 0 \
     --rl.iterations "$ITERATIONS" --rl.env_workers "$WORKERS" --rl.envs_per_worker "$ENVS" --rl.groups_per_step "$N_GROUPS" \
@@ -33,7 +34,7 @@ run() {  # name, then extra flags
 import json, sys
 name, path, flags = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(path)][1:]
-keys = ["env_steps_per_s", "samples_per_s", "env_busy", "rollout_busy", "learner_busy", "staleness", "wall_s"]
+keys = ["env_steps_per_s", "samples_per_s", "env_busy", "rollout_busy", "learner_busy", "staleness", "wall_s", "return", "success_rate"]
 mean = {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
 print(json.dumps({"run": name, "flags": flags, "steps_averaged": len(rows), **mean}))
 PY

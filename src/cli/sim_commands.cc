@@ -136,7 +136,7 @@ double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector
   vc.renderer = layout.render ? kind : sim::RendererKind::kNone;
   vc.serialize_rendering = layout.serial;
   vc.batch_rendering = layout.batch;
-  vc.render_process = layout.process;
+  vc.render_layout = layout.process ? sim::RenderLayout::kProcess : sim::RenderLayout::kThread;
   vc.image_size = image_size;
   sim::VectorEnv venv(scene, tasks, vc);
   venv.reset(1);

@@ -9,17 +9,11 @@
 #include "ember/sim/render.h"
 #include "ember/sim/render_process.h"
 #include "ember/sim/vector_env.h"
+#include "sim/require_osmesa.h"
 #include "test_util.h"
 
 namespace ember::sim {
 namespace {
-
-#define REQUIRE_OSMESA()                                                   \
-  do {                                                                     \
-    std::string why;                                                       \
-    if (!renderer_available(RendererKind::kOSMesa, &why))                  \
-      GTEST_SKIP() << "OSMesa rendering unavailable: " << why;             \
-  } while (0)
 
 // Three envs of different tasks and states, a few steps in.
 struct Envs {
@@ -71,7 +65,7 @@ TEST(SimRenderBatch, VectorEnvImagesEqualOverLayouts) {
     c.renderer = RendererKind::kOSMesa;
     c.image_size = 32;
     c.batch_rendering = batch;
-    c.render_process = process;
+    c.render_layout = process ? RenderLayout::kProcess : RenderLayout::kThread;
     VectorEnv venv(scene, {&t1, &t2}, c);
     std::vector<std::vector<Observation>> all{venv.reset(3)};
     std::vector<Action> actions(5);

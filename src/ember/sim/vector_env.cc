@@ -8,6 +8,18 @@
 
 namespace ember::sim {
 
+RenderLayout parse_render_layout(const std::string& name, const std::string& flag) {
+  if (name == "auto") return RenderLayout::kAuto;
+  if (name == "thread") return RenderLayout::kThread;
+  if (name == "process") return RenderLayout::kProcess;
+  fail(ErrorKind::kInvalidArgument, flag + ": expected auto, thread or process, got '" + name + "'");
+}
+
+bool renders_in_process(RenderLayout layout, RendererKind renderer) {
+  if (layout == RenderLayout::kAuto) return renderer == RendererKind::kEGL;
+  return layout == RenderLayout::kProcess;
+}
+
 VectorEnv::VectorEnv(std::shared_ptr<const Scene> scene, std::vector<const TaskSpec*> tasks, VectorEnvConfig config)
     : scene_(std::move(scene)), tasks_(std::move(tasks)), config_(config) {
   if (config_.n_envs < 1 || config_.n_envs > 4096)
@@ -109,8 +121,8 @@ void VectorEnv::render_batch(int w, const std::vector<int>& envs) {
   const int n = config_.image_size;
   if (!r.local && !r.remote) {
     const int batch = config_.batch_rendering ? per_worker : 1;
-    if (config_.render_process) r.remote = std::make_unique<RenderProcess>(*scene_, config_.renderer, n, batch);
-    else r.local = std::make_unique<CameraRenderer>(*scene_, config_.renderer, n, n, 2 * batch);
+    if (renders_in_process(config_.render_layout, config_.renderer)) r.remote = std::make_unique<RenderProcess>(*scene_, config_.renderer, n, batch);
+    else r.local = std::make_unique<CameraRenderer>(*scene_, config_.renderer, n, n, config_.batch_rendering ? 2 * batch : 1);
   }
   std::unique_lock<std::mutex> serial(render_mu_, std::defer_lock);
   if (config_.serialize_rendering) serial.lock();

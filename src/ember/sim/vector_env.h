@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct Episode {
   int id = 0;                      // the caller's number for it (evaluation: the trial)
 };
 
+enum class RenderLayout { kAuto, kThread, kProcess };
+// "auto", "thread" or "process"; throws kInvalidArgument naming `flag` otherwise.
+RenderLayout parse_render_layout(const std::string& name, const std::string& flag);
+// Whether a worker renders through a process: kAuto resolved for the renderer.
+bool renders_in_process(RenderLayout layout, RendererKind renderer);
+
 struct VectorEnvConfig {
   int n_envs = 1;
   int threads = 0;                 // worker threads; 0: min(n_envs, hardware threads)
@@ -54,11 +61,12 @@ struct VectorEnvConfig {
   // EGL, whose throughput fell with more threads on the H200 host (bench/results); physics
   // stays parallel.
   bool serialize_rendering = false;
-  // Each worker renders through a child process with its own GL context (render_process.h)
-  // instead of a context on its thread: threads of one process contend in the NVIDIA driver.
-  bool render_process = false;
+  // Where each worker's GL context lives: on its thread, or in a child process of its own
+  // (render_process.h; threads of one process contend in the NVIDIA driver). kAuto: a process
+  // with EGL, the thread with OSMesa (bench/results/sim_h200_2026-12-01b.md).
+  RenderLayout render_layout = RenderLayout::kAuto;
   // One read-back per worker batch (all its envs' cameras); false: one per camera image, the
-  // renderer before 2026-12-01 (kept to measure against).
+  // renderer before 2026-12-01 (kept to measure against; in a render process, one per env).
   bool batch_rendering = true;
   ControllerConfig controller;
 };
