@@ -30,7 +30,7 @@ run() {  # name, then extra flags
     --rl.group_size "$GROUP" --rl.max_episode_steps "$EPISODE" --rl.replan_steps "$REPLAN" --rl.shaping 10 $EXTRA "$@" \
     >"$out/rl_$name.log" 2>&1 || { echo "rl $name failed (see $out/rl_$name.log)"; return 1; }
   cp "$work/$name/metrics.jsonl" "$out/rl_${name}_metrics.jsonl"
-  python3 - "$name" "$work/$name/metrics.jsonl" "$*" >>"$out/rl_throughput.jsonl" <<'PY'
+  python3 - "$name" "$work/$name/metrics.jsonl" "$EXTRA $*" >>"$out/rl_throughput.jsonl" <<'PY'
 import json, sys
 name, path, flags = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(path)][1:]
