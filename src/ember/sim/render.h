@@ -4,9 +4,10 @@
 //
 // Batched: the offscreen buffer holds a grid of `max_views` tiles of width x height; one
 // render_views() call draws up to that many views (any env, any camera), each into its own
-// tile, and reads them all back with one glReadPixels. Every read waits for the GPU to finish
-// (a pipeline stall per call), so one read per batch instead of one per view is what makes a
-// worker's GL work cheap (bench/results/sim_h200_2026-12-01b.md).
+// tile, and reads them all back with one glReadPixels (each read waits for the GPU: one stall
+// per batch instead of one per image). On the H200 host this alone gained little (+19 % with
+// 32 envs on 16 threads of one process, none with 16); a GL context per process is what
+// scales (render_process.h; bench/results/sim_h200_2026-12-01b.md).
 #pragma once
 
 #include <mujoco/mujoco.h>
