@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "ember/core/error.h"
@@ -201,14 +202,12 @@ int serve(int argc, char** argv) {
   };
   std::shared_ptr<const Scene> scene;
   std::unique_ptr<CameraRenderer> renderer;
-  mjData* d = nullptr;
   try {
     scene = Scene::load(argv[6]);
     const mjModel* m = scene->model();
     if (m->nq != h->nq || m->nmocap != h->nmocap || bytes != shm_bytes(m, image_size, max_envs))
       fail(ErrorKind::kInternal, "render process: the scene differs from the parent's");
     renderer = std::make_unique<CameraRenderer>(*scene, kind, image_size, image_size, 2 * max_envs);
-    d = mj_makeData(m);
   } catch (const std::exception& e) {
     answer_error(e.what());
     return 2;
@@ -216,9 +215,13 @@ int serve(int argc, char** argv) {
   const mjModel* m = scene->model();
   // one mjData per env of a request: the views of one render_views() call read them all
   std::vector<mjData*> ds(size_t(max_envs), nullptr);
-  ds[0] = d;
-  for (int i = 1; i < max_envs; ++i) ds[size_t(i)] = mj_makeData(m);
-  for (mjData* di : ds) mj_resetData(m, di);
+  for (auto& di : ds) {
+    di = mj_makeData(m);
+    if (!di) {
+      answer_error("render process: mj_makeData failed (out of memory?)");
+      return 2;
+    }
+  }
   std::vector<View> views(size_t(2 * max_envs));
   if (!send_byte(kSockFd, 'k')) return 0;
   const size_t b = image_bytes(image_size);
