@@ -171,8 +171,10 @@ int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> 
   if (threads < 0) fail(ErrorKind::kInvalidArgument, "--threads: must be >= 0");
   if (layout_names.empty()) layout_names = {"thread_per_view", "thread", "process"};
   std::vector<Layout> layouts = {parse_layout("none")};
-  if (kind != sim::RendererKind::kNone)
-    for (const auto& l : layout_names) layouts.push_back(parse_layout(l));
+  for (const auto& l : layout_names) {
+    Layout layout = parse_layout(l);  // every name checked, also with --renderer none
+    if (kind != sim::RendererKind::kNone) layouts.push_back(layout);
+  }
   const std::string device = cpu_model();
   for (int n : n_envs) {
     if (n < 1) fail(ErrorKind::kInvalidArgument, "--n_envs: must be >= 1");
