@@ -144,29 +144,26 @@ TEST(RlLoop, AsyncRunsResumesAndLogs) {
 TEST(RlLoop, PpoResumesWithItsValueHead) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_ppo_resume");
-  auto c = tiny_run(dir.path() + "/ppo");
-  c.algo = "ppo";
-  c.mode = "sync";
-  c.groups_per_step = 2;
-  c.max_episode_steps = 8;
-  c.iterations = 1;
-  run_rl(c);
-  c.resume = true;
-  c.iterations = 2;
-  auto r = run_rl(c);
+  // one short sync step of `algo`, then the config to resume it to step 2 as `resume_as`
+  auto one_step = [&](const std::string& algo, const std::string& resume_as) {
+    auto c = tiny_run(dir.path() + "/" + algo);
+    c.algo = algo;
+    c.mode = "sync";
+    c.groups_per_step = 2;
+    c.max_episode_steps = 8;
+    c.iterations = 1;
+    run_rl(c);
+    c.resume = true;
+    c.algo = resume_as;
+    c.iterations = 2;
+    return c;
+  };
+  auto r = run_rl(one_step("ppo", "ppo"));
   ASSERT_EQ(r.iterations.size(), 1u);
   EXPECT_EQ(r.iterations[0].step, 2);
   for (const char* f : {"value_head.safetensors", "value_optimizer.safetensors"})
     EXPECT_TRUE(std::filesystem::exists(r.last_checkpoint + "/" + f)) << f;
-  auto g = tiny_run(dir.path() + "/grpo");
-  g.mode = "sync";
-  g.groups_per_step = 2;
-  g.max_episode_steps = 8;
-  g.iterations = 1;
-  run_rl(g);
-  g.resume = true;
-  g.algo = "ppo";
-  g.iterations = 2;
+  auto g = one_step("grpo", "ppo");
   auto msg = test::error_of([&] { run_rl(g); }, ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
 }
