@@ -9,6 +9,7 @@
 #   EMBER=build/bin/ember  POLICY="--policy.preset tiny --policy.image_size 32"  (or --checkpoint DIR)
 #   DEVICE=cpu RENDERER=auto ITERATIONS=6 WORKERS=2 ENVS=4 N_GROUPS=4 GROUP=4 EPISODE=40
 #   REPLAN=5 BATCH=8 TIMEOUT=5 BATCHES="1 4 8" TIMEOUTS="1 10"  EXTRA (more ember rl flags)
+#   NAME_PREFIX (before each run's name, e.g. ppo_)
 # Writes under $OUT (default /tmp/ember-out): rl_<run>.log, rl_<run>_metrics.jsonl and
 # rl_throughput.jsonl (one summary line per run).
 set -uo pipefail
@@ -22,18 +23,18 @@ mkdir -p "$out"
 : "${BATCHES:=1 4 8}" "${TIMEOUTS:=1 10}" "${EXTRA:=}" "${PART:=all}"
 
 run() {  # name, then extra flags
-  local name="$1"; shift
+  local name="${NAME_PREFIX:-}$1"; shift
   # shellcheck disable=SC2086
   "$ember" rl $POLICY --output_dir "$work/$name" --device "$DEVICE" --renderer "$RENDERER" --suite easy --seed 0 \
     --rl.iterations "$ITERATIONS" --rl.env_workers "$WORKERS" --rl.envs_per_worker "$ENVS" --rl.groups_per_step "$N_GROUPS" \
     --rl.group_size "$GROUP" --rl.max_episode_steps "$EPISODE" --rl.replan_steps "$REPLAN" --rl.shaping 10 $EXTRA "$@" \
     >"$out/rl_$name.log" 2>&1 || { echo "rl $name failed (see $out/rl_$name.log)"; return 1; }
   cp "$work/$name/metrics.jsonl" "$out/rl_${name}_metrics.jsonl"
-  python3 - "$name" "$work/$name/metrics.jsonl" "$*" >>"$out/rl_throughput.jsonl" <<'PY'
+  python3 - "$name" "$work/$name/metrics.jsonl" "$EXTRA $*" >>"$out/rl_throughput.jsonl" <<'PY'
 import json, sys
 name, path, flags = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(path)][1:]
-keys = ["env_steps_per_s", "samples_per_s", "env_busy", "rollout_busy", "learner_busy", "staleness", "wall_s"]
+keys = ["env_steps_per_s", "samples_per_s", "env_busy", "rollout_busy", "learner_busy", "staleness", "wall_s", "return", "success_rate"]
 mean = {k: round(sum(r[k] for r in rows) / len(rows), 4) for k in keys}
 print(json.dumps({"run": name, "flags": flags, "steps_averaged": len(rows), **mean}))
 PY

@@ -9,6 +9,7 @@
 #include "ember/io/video/video_decoder.h"
 #ifdef EMBER_HAVE_SIM
 #include "ember/eval/checkpoint_policy.h"
+#include "ember/sim/render_process.h"
 #endif
 
 namespace {
@@ -45,6 +46,10 @@ std::string missing_subcommand_message(CLI::App& app, int argc, char** argv, con
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef EMBER_HAVE_SIM
+  // a render process that VectorEnv started (sim/render_process.h): it serves, then exits
+  if (int rc = ember::sim::run_render_worker_if_asked(argc, argv); rc >= 0) return rc;
+#endif
   // keep freed memory for reuse instead of returning it to the system after every batch:
   // decoding allocates and frees the same large buffers again and again (pyarrow's jemalloc
   // pools do the same)

@@ -15,7 +15,7 @@ namespace ember::cli {
 #ifdef EMBER_HAVE_SIM
 void add_rl_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<rl::RlConfig>();
-  CLI::App* r = app.add_subcommand("rl", "reinforcement learning (GRPO, flow-noise) of a policy in the simulator, sync or async");
+  CLI::App* r = app.add_subcommand("rl", "reinforcement learning (GRPO or PPO, flow-noise) of a policy in the simulator, sync or async");
   r->add_option("--checkpoint", c->checkpoint, "starting policy: an `ember train` checkpoint or output directory");
   r->add_option("--policy.preset", c->preset, "or a fresh policy of this preset (tiny | small | pi05)");
   r->add_option("--policy.horizon", c->horizon, "fresh policy: chunk length (default 10)");
@@ -30,6 +30,11 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_flag("--resume", c->resume, "continue from <output_dir>/checkpoints/latest");
   r->add_option("--save_freq", c->save_freq, "a checkpoint every N steps (0: at the end only)");
   r->add_option("--rl.mode", c->mode, "async (default) | sync: collect, then learn, then collect");
+  r->add_option("--rl.algo", c->algo, "grpo (default: group-relative, value-free) | ppo (GAE and a value head)");
+  r->add_option("--rl.gamma", c->gamma, "PPO: discount per chunk (default 0.99)");
+  r->add_option("--rl.gae_lambda", c->gae_lambda, "PPO: GAE lambda (default 0.95)");
+  r->add_option("--rl.value_lr", c->value_lr, "PPO: value head learning rate (default 1e-3)");
+  r->add_option("--rl.render_layout", c->render_layout, "auto (default: process with EGL, thread with OSMesa) | thread | process");
   r->add_option("--rl.iterations", c->iterations, "optimizer steps (default 20)");
   r->add_option("--rl.groups_per_step", c->groups_per_step, "groups per optimizer step (default 4)");
   r->add_option("--rl.group_size", c->group_size, "episodes per group, same initial state (default 4)");
@@ -46,6 +51,7 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.lr", c->lr, "AdamW learning rate (default 1e-4)");
   r->add_option("--rl.grad_clip_norm", c->grad_clip_norm, "global gradient norm clip (default 1)");
   r->add_option("--rl.micro_batch", c->micro_batch, "chunks per learner micro-batch (default 16)");
+  r->add_option("--rl.kl_every", c->kl_every, "measure the KL to the start policy on every N-th micro-batch (default 1)");
   r->callback([c, &action] {
     action = [c]() -> int {
       auto result = rl::run_rl(*c);

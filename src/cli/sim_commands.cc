@@ -112,14 +112,31 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-// env steps/s of n envs on n threads with random actions (episodes auto-reset).
-double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector<const sim::TaskSpec*>& tasks, int n,
-               sim::RendererKind kind, bool serial, int image_size, double seconds) {
+// How a measurement renders: none, or a layout of the workers' GL contexts (vector_env.h).
+struct Layout {
+  std::string name;  // none | thread_per_view | thread | thread_serial | process
+  bool render = true, batch = true, serial = false, process = false;
+};
+
+Layout parse_layout(const std::string& name) {
+  if (name == "none") return {name, false, false, false, false};
+  if (name == "thread_per_view") return {name, true, false, false, false};
+  if (name == "thread") return {name, true, true, false, false};
+  if (name == "thread_serial") return {name, true, true, true, false};
+  if (name == "process") return {name, true, true, false, true};
+  fail(ErrorKind::kInvalidArgument, "--layout: unknown layout '" + name + "' (thread_per_view, thread, thread_serial, process)");
+}
+
+// env steps/s of n envs on `threads` workers with random actions (episodes auto-reset).
+double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector<const sim::TaskSpec*>& tasks, int n, int threads,
+               sim::RendererKind kind, const Layout& layout, int image_size, double seconds) {
   sim::VectorEnvConfig vc;
   vc.n_envs = n;
-  vc.threads = n;
-  vc.renderer = kind;
-  vc.serialize_rendering = serial;
+  vc.threads = threads;
+  vc.renderer = layout.render ? kind : sim::RendererKind::kNone;
+  vc.serialize_rendering = layout.serial;
+  vc.batch_rendering = layout.batch;
+  vc.render_layout = layout.process ? sim::RenderLayout::kProcess : sim::RenderLayout::kThread;
   vc.image_size = image_size;
   sim::VectorEnv venv(scene, tasks, vc);
   venv.reset(1);
@@ -142,7 +159,8 @@ double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector
   return steps / elapsed;
 }
 
-int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> n_envs, double seconds) {
+int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> n_envs, int threads,
+                  std::vector<std::string> layout_names, double seconds) {
   auto scene = sim::Scene::load();
   const sim::Suite& suite = sim::find_suite("ember10");
   std::vector<const sim::TaskSpec*> tasks;
@@ -150,21 +168,26 @@ int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> 
   sim::RendererKind kind = sim::parse_renderer(renderer);
   int cores = usable_cores();
   if (n_envs.empty()) n_envs = {1, cores};
+  if (threads < 0) fail(ErrorKind::kInvalidArgument, "--threads: must be >= 0");
+  if (layout_names.empty()) layout_names = {"thread_per_view", "thread", "process"};
+  std::vector<Layout> layouts = {parse_layout("none")};
+  for (const auto& l : layout_names) {
+    Layout layout = parse_layout(l);  // every name checked, also with --renderer none
+    if (kind != sim::RendererKind::kNone) layouts.push_back(layout);
+  }
   const std::string device = cpu_model();
   for (int n : n_envs) {
     if (n < 1) fail(ErrorKind::kInvalidArgument, "--n_envs: must be >= 1");
-    // without rendering, rendering, and (several threads) rendering one thread at a time
-    std::vector<std::pair<sim::RendererKind, bool>> runs = {{sim::RendererKind::kNone, false}};
-    if (kind != sim::RendererKind::kNone) runs.push_back({kind, false});
-    if (kind != sim::RendererKind::kNone && n > 1) runs.push_back({kind, true});
-    for (auto [k, serial] : runs) {
-      double sps = measure(scene, tasks, n, k, serial, image_size, seconds);
+    const int t = threads > 0 ? std::min(threads, n) : n;
+    for (const Layout& l : layouts) {
+      double sps = measure(scene, tasks, n, t, kind, l, image_size, seconds);
       std::printf(
           "{\"bench\": \"sim\", \"commit\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"renderer\": \"%s\", "
-          "\"serialized_rendering\": %s, \"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, \"threads\": %d, "
-          "\"substeps\": %d, \"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, \"physics_steps_per_s\": %.0f}\n",
-          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(k), serial ? "true" : "false",
-          k == sim::RendererKind::kNone ? 0 : 2, image_size, n, n, sim::kSubsteps, sps, sps / n, sps * sim::kSubsteps);
+          "\"layout\": \"%s\", \"serialized_rendering\": %s, \"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, "
+          "\"threads\": %d, \"substeps\": %d, \"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, "
+          "\"physics_steps_per_s\": %.0f}\n",
+          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(l.render ? kind : sim::RendererKind::kNone), l.name.c_str(),
+          l.serial ? "true" : "false", l.render ? 2 : 0, image_size, n, t, sim::kSubsteps, sps, sps / t, sps * sim::kSubsteps);
       std::fflush(stdout);
     }
   }
@@ -301,6 +324,8 @@ void add_sim_commands(CLI::App& app, Action& action) {
     std::string renderer = "auto";
     int image_size = 128;
     std::vector<int> n_envs;
+    int threads = 0;
+    std::vector<std::string> layouts;
     double seconds = 3;
   };
   auto b = std::make_shared<BenchArgs>();
@@ -310,15 +335,18 @@ void add_sim_commands(CLI::App& app, Action& action) {
   } catch (const CLI::OptionNotFound&) {
     bench = app.add_subcommand("bench", "benchmarks (one JSON line per result)");
   }
-  CLI::App* bs = bench->add_subcommand("sim", "env steps/s with and without rendering, 1..N envs on N threads");
+  CLI::App* bs = bench->add_subcommand("sim", "env steps/s without rendering and with each rendering layout, N envs on N threads");
   bs->add_option("--renderer", b->renderer, "egl, osmesa, none or auto");
   bs->add_option("--image_size", b->image_size, "camera width = height (default 128)");
   bs->add_option("--n_envs", b->n_envs, "env counts to measure (default: 1 and the core count)");
+  bs->add_option("--threads", b->threads, "worker threads (default: one per env)");
+  bs->add_option("--layout", b->layouts,
+                 "thread_per_view | thread | thread_serial | process (repeatable; default the first, second and last)");
   bs->add_option("--seconds", b->seconds, "seconds per measurement (default 3)");
   bs->callback([b, &action] {
     action = [b]() -> int {
 #ifdef EMBER_HAVE_SIM
-      return run_bench_sim(b->renderer, b->image_size, b->n_envs, b->seconds);
+      return run_bench_sim(b->renderer, b->image_size, b->n_envs, b->threads, b->layouts, b->seconds);
 #else
       no_sim();
 #endif

@@ -1,6 +1,7 @@
 // The whole RL loop on the `easy` suite (press the red button), on the CPU with OSMesa.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 
@@ -58,25 +59,46 @@ double mean_of(const std::vector<IterationStats>& its, size_t from, size_t to, F
   return s / double(to - from);
 }
 
-TEST(RlLoop, TinyPolicyImprovesOnEasy) {
-  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
-  test::TempDir dir("rl_improve");
-  auto c = tiny_run(dir.path());
+// 10 sync steps of `algo`; the mean return and success of the last 3 steps must beat the
+// first 3's.
+RlResult expect_improvement(const std::string& algo, const std::string& dir) {
+  auto c = tiny_run(dir);
   c.mode = "sync";
+  c.algo = algo;
   c.iterations = 10;
   auto r = run_rl(c);
-  ASSERT_EQ(r.iterations.size(), 10u);
+  EXPECT_EQ(r.iterations.size(), 10u);
+  if (r.iterations.size() != 10u) return r;
   auto ret = [](const StepStats& s) { return s.ret; };
   auto success = [](const StepStats& s) { return s.success; };
-  // seed 1, measured 2026-12-01: return -0.70, 0.26, 1.00 in the first three steps (no success
-  // in 48 episodes), about 2.0 and success 0.12-0.25 from step 6 on
+  auto vloss = [](const StepStats& s) { return s.value_loss; };
   const double first = mean_of(r.iterations, 0, 3, ret), last = mean_of(r.iterations, 7, 10, ret);
   const double first_ok = mean_of(r.iterations, 0, 3, success), last_ok = mean_of(r.iterations, 7, 10, success);
-  std::printf("return: first 3 steps %.3f, last 3 steps %.3f; success %.3f -> %.3f\n", first, last, first_ok, last_ok);
+  std::printf("%s return: first 3 steps %.3f, last 3 steps %.3f; success %.3f -> %.3f; value loss %.4f -> %.4f\n", algo.c_str(),
+              first, last, first_ok, last_ok, mean_of(r.iterations, 0, 3, vloss), mean_of(r.iterations, 7, 10, vloss));
   EXPECT_GT(last, first + 0.5);
   EXPECT_GT(last_ok, first_ok + 0.05);
   for (const auto& it : r.iterations) EXPECT_EQ(it.staleness, 0);  // sync: always on-policy
   EXPECT_GT(r.iterations.back().learner.kl, 0);
+  return r;
+}
+
+TEST(RlLoop, TinyPolicyImprovesOnEasy) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_improve");
+  // seed 1, measured 2026-12-01: return -0.70, 0.26, 1.00 in the first three steps (no success
+  // in 48 episodes), about 2.0 and success 0.12-0.25 from step 6 on
+  expect_improvement("grpo", dir.path());
+}
+
+// PPO (GAE, the value head on the prefix's pooled features) on the same short episodes: the
+// per-chunk advantages come from the shaped rewards and the critic, not from a group.
+TEST(RlLoop, TinyPolicyImprovesOnEasyUnderPpo) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_ppo");
+  auto r = expect_improvement("ppo", dir.path());
+  for (const auto& it : r.iterations) EXPECT_GT(it.learner.value_loss, 0);
+  EXPECT_TRUE(std::filesystem::exists(r.last_checkpoint + "/value_head.safetensors"));
 }
 
 TEST(RlLoop, AsyncRunsResumesAndLogs) {
@@ -115,6 +137,35 @@ TEST(RlLoop, AsyncRunsResumesAndLogs) {
   ASSERT_TRUE(latest);
   EXPECT_EQ(latest->step, 3);
   EXPECT_EQ(read_json_file((latest->dir / "rl_state.json").string())["step"], 3);
+}
+
+// PPO's value head and its optimizer travel with the checkpoint; a GRPO run's checkpoint cannot
+// be resumed as PPO (it has no value head) and says which file is missing.
+TEST(RlLoop, PpoResumesWithItsValueHead) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_ppo_resume");
+  // one short sync step of `algo`, then the config to resume it to step 2 as `resume_as`
+  auto one_step = [&](const std::string& algo, const std::string& resume_as) {
+    auto c = tiny_run(dir.path() + "/" + algo);
+    c.algo = algo;
+    c.mode = "sync";
+    c.groups_per_step = 2;
+    c.max_episode_steps = 8;
+    c.iterations = 1;
+    run_rl(c);
+    c.resume = true;
+    c.algo = resume_as;
+    c.iterations = 2;
+    return c;
+  };
+  auto r = run_rl(one_step("ppo", "ppo"));
+  ASSERT_EQ(r.iterations.size(), 1u);
+  EXPECT_EQ(r.iterations[0].step, 2);
+  for (const char* f : {"value_head.safetensors", "value_optimizer.safetensors"})
+    EXPECT_TRUE(std::filesystem::exists(r.last_checkpoint + "/" + f)) << f;
+  auto g = one_step("grpo", "ppo");
+  auto msg = test::error_of([&] { run_rl(g); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
 }
 
 }  // namespace

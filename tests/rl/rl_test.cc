@@ -13,6 +13,7 @@
 #include "ember/rl/learner.h"
 #include "ember/rl/policy_setup.h"
 #include "ember/rl/rl_config.h"
+#include "ember/rl/value_head.h"
 #include "test_util.h"
 
 namespace ember::rl {
@@ -306,6 +307,32 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
     EXPECT_TRUE(at::allclose(streamed.params()[i].second, batched.params()[i].second, 1e-5, 1e-6)) << streamed.params()[i].first;
 }
 
+TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 4);
+  FlowNoise noise{0.2, 7};
+  auto gs = groups(*b.policy, noise, {{1, 0, 0.5}});
+  at::Device cpu(at::kCPU);
+  LearnerOptions o;
+  o.noise = noise;
+  o.micro_batch = 2;  // 6 chunks: 3 micro-batches
+  Learner every(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  o.kl_every = 1000;  // the first micro-batch of each step only
+  Learner first(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  for (int k = 0; k < 2; ++k) {  // the second step is off-policy: KL > 0
+    every.accumulate(gs[0]);
+    first.accumulate(gs[0]);
+    auto a = every.step(), c = first.step();
+    EXPECT_NEAR(a.loss, c.loss, 1e-6);
+    EXPECT_NEAR(a.grad_norm, c.grad_norm, 1e-6 * a.grad_norm);
+    if (k == 1) {
+      EXPECT_GT(c.kl, 0);
+    }
+  }
+  for (size_t i = 0; i < every.params().size(); ++i)
+    EXPECT_TRUE(at::equal(every.params()[i].second, first.params()[i].second)) << every.params()[i].first;
+}
+
 TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   auto shape = tiny_shape();
   auto b = bundle_of(shape, 5);
@@ -336,6 +363,93 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   EXPECT_GT(s2.kl, 0);
 }
 
+
+TEST(Ppo, GaeByHand) {
+  const std::vector<double> r{0.5, -0.2, 1.0}, v{0.1, 0.3, -0.4};
+  const double g = 0.9, l = 0.8;
+  // deltas: r_k + g V_{k+1} - V_k, V_3 = 0
+  const double d2 = 1.0 - -0.4, d1 = -0.2 + g * -0.4 - 0.3, d0 = 0.5 + g * 0.3 - 0.1;
+  const double a2 = d2, a1 = d1 + g * l * a2, a0 = d0 + g * l * a1;
+  Gae e = gae(r, v, g, l);
+  ASSERT_EQ(e.advantages.size(), 3u);
+  EXPECT_NEAR(e.advantages[0], a0, 1e-12);
+  EXPECT_NEAR(e.advantages[1], a1, 1e-12);
+  EXPECT_NEAR(e.advantages[2], a2, 1e-12);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(e.returns[size_t(k)], e.advantages[size_t(k)] + v[size_t(k)], 1e-12);
+  // lambda 1: the discounted reward-to-go minus V; lambda 0: the one-step TD error
+  Gae mc = gae(r, v, g, 1.0);
+  EXPECT_NEAR(mc.returns[0], 0.5 + g * -0.2 + g * g * 1.0, 1e-12);
+  Gae td = gae(r, v, g, 0.0);
+  EXPECT_NEAR(td.advantages[0], d0, 1e-12);
+  EXPECT_THROW(gae({1}, {1, 2}, g, l), Error);
+}
+
+TEST(Ppo, PooledFeaturesAreEachSamplesOwnPrefixMean) {
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 3);
+  at::NoGradGuard no_grad;
+  auto s = samples(shape, 3);
+  auto in = inputs(shape, s);
+  auto cache = b.policy->prefix_cache(in);
+  auto f = pooled_prefix_features(cache, in);
+  ASSERT_EQ(f.size(0), 3);
+  ASSERT_EQ(f.size(1), prefix_feature_dim(shape));
+  auto v = cache.values.back().reshape({cache.values.back().size(0), -1});
+  int64_t at = 0;
+  for (int j = 0; j < 3; ++j) {
+    const int64_t len = in.plan.prefix_lens[size_t(j)];
+    EXPECT_TRUE(at::allclose(f[j], v.narrow(0, at, len).mean(0), 1e-5, 1e-6)) << "sample " << j;
+    at += len;
+    // and the same alone in a batch of one
+    std::vector<model::PolicySample> one{s[size_t(j)]};
+    auto in1 = inputs(shape, one);
+    auto f1 = pooled_prefix_features(b.policy->prefix_cache(in1), in1);
+    EXPECT_TRUE(at::allclose(f[j], f1[0], 1e-4, 1e-5)) << "sample " << j;
+  }
+}
+
+TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 6);
+  FlowNoise noise{0.2, 7};
+  auto gs = groups(*b.policy, noise, {{0, 0}});
+  // member 0: the first chunk earns 1, the second nothing; member 1: the reverse
+  gs[0].members[0].chunks[0].reward = 1, gs[0].members[1].chunks[1].reward = 1;
+  at::Device cpu(at::kCPU);
+  LearnerOptions o;
+  o.noise = noise;
+  o.lr = 1e-3;
+  o.ppo = true;
+  o.gamma = 0.5;
+  o.gae_lambda = 1;
+  at::manual_seed(2);
+  ValueHead value(prefix_feature_dim(shape));
+  Learner learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o, value);
+  // values recorded at sampling are 0 (a fresh head): A = reward-to-go, normalised over the
+  // group's 4 chunks: returns 1, 0, 0.5, 1 -> member 0's first chunk and member 1's second up
+  auto logp = [&](const ChunkRecord& c) {
+    at::NoGradGuard no_grad;
+    std::vector<model::PolicySample> s{c.sample};
+    return chain_log_prob(*learner.policy(), inputs(shape, s), c.chain.unsqueeze(0), noise).sum().item<double>();
+  };
+  learner.accumulate(gs[0]);
+  auto s = learner.step();
+  EXPECT_EQ(s.clip_frac, 0);
+  EXPECT_GT(s.grad_norm, 0);
+  EXPECT_NEAR(s.value_loss, 0.5 * (1 + 0 + 0.25 + 1) / 4, 1e-6);  // V = 0 before the step
+  EXPECT_GT(logp(gs[0].members[0].chunks[0]), gs[0].members[0].chunks[0].log_prob.sum().item<double>());
+  EXPECT_LT(logp(gs[0].members[0].chunks[1]), gs[0].members[0].chunks[1].log_prob.sum().item<double>());
+  // the critic fits its targets: the loss falls over steps on the same data
+  double last = s.value_loss;
+  for (int k = 0; k < 30; ++k) {
+    learner.accumulate(gs[0]);
+    last = learner.step().value_loss;
+  }
+  EXPECT_LT(last, 0.3 * s.value_loss);
+  // a GRPO learner refuses nothing, a PPO one needs its head
+  EXPECT_THROW(Learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o), Error);
+}
+
 TEST(RlConfig, BadFlagsAreNamed) {
   RlConfig c;
   c.output_dir = "/tmp/x";
@@ -347,6 +461,15 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.group_size = 1;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.group_size"), std::string::npos);
   c.group_size = 4;
+  c.algo = "a2c";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.algo"), std::string::npos);
+  c.algo = "ppo";
+  c.gae_lambda = 1.5;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.gae_lambda"), std::string::npos);
+  c.gae_lambda = 0.95;
+  c.render_layout = "gpu";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.render_layout"), std::string::npos);
+  c.render_layout = "auto";
   validate(c);
   auto back = rl_config_from_json(to_json(c), "rl_config.json");
   EXPECT_EQ(to_json(back), to_json(c));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "sim/require_osmesa.h"
 #include "test_util.h"
 #include "ember/core/error.h"
 #include "ember/data/check.h"
@@ -24,13 +25,6 @@ using eval::EvalResult;
 using eval::evaluate;
 using eval::format_table;
 using eval::TaskResult;
-
-#define REQUIRE_OSMESA()                                                        \
-  do {                                                                          \
-    std::string why;                                                            \
-    if (!renderer_available(RendererKind::kOSMesa, &why))                       \
-      GTEST_SKIP() << "OSMesa rendering unavailable: " << why;                  \
-  } while (0)
 
 double stddev(const std::vector<uint8_t>& v) {
   double s = 0, s2 = 0;

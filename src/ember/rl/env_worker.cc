@@ -59,7 +59,10 @@ class ServerPolicy final : public sim::Policy {
     std::vector<sim::ActionChunk> chunks;
     for (size_t k = 0; k < inputs.size(); ++k) {
       PolicyResponse r = replies[k].get();
-      trajectories_[size_t(inputs[k].env)].chunks.push_back({std::move(samples[k]), r.chain, r.log_prob, r.version});
+      ChunkRecord c{std::move(samples[k]), r.chain, r.log_prob, r.version};
+      c.value = r.value;
+      c.phi = EnvWorker::potential(*inputs[k].obs, *inputs[k].task);
+      trajectories_[size_t(inputs[k].env)].chunks.push_back(std::move(c));
       chunks.push_back(std::move(r.chunk));
     }
     clock_.policy_wait_ns += ns_since(wait);
@@ -105,6 +108,7 @@ void EnvWorker::run() {
     vc.threads = 1;
     vc.renderer = options_.renderer;
     vc.image_size = options_.image_size;
+    vc.render_layout = options_.render_layout;
     sim::VectorEnv venv(scene_, tasks_, vc);
     ServerPolicy policy(server_, builder_, feed_, clock_, cancelled_, options_.n_envs);
     std::vector<double> phi0(size_t(options_.n_envs), 0.0);
@@ -122,7 +126,13 @@ void EnvWorker::run() {
       Trajectory t = std::move(policy.trajectory(env));
       t.success = success;
       t.env_steps = steps;
-      t.ret = (success ? 1.0 : 0.0) + options_.shaping * (potential(final_obs, *e.task) - phi0[size_t(env)]);
+      const double phi_end = potential(final_obs, *e.task);
+      t.ret = (success ? 1.0 : 0.0) + options_.shaping * (phi_end - phi0[size_t(env)]);
+      // each chunk's reward (value_head.h): they sum to the return
+      for (size_t k = 0; k < t.chunks.size(); ++k) {
+        const double next = k + 1 < t.chunks.size() ? t.chunks[k + 1].phi : phi_end;
+        t.chunks[k].reward = options_.shaping * (next - t.chunks[k].phi) + (k + 1 == t.chunks.size() && success ? 1.0 : 0.0);
+      }
       feed_.finish(std::move(t));
     };
     // an env whose next episode is not allowed yet goes idle; once all are, wait for the budget

@@ -1,7 +1,7 @@
-// One environment worker: a thread owning a vector env of its own (physics and cameras on its
-// own threads and GL context) that runs episodes from the feed with sim::run_rollouts, asking
-// the rollout server for a chunk as soon as one of its envs needs one. Workers do not wait for
-// each other; a worker's own envs step together (one VectorEnv). An env whose next episode the
+// One environment worker: a thread owning a vector env of its own (physics on its thread, cameras
+// through a GL context on it or in a render process of its own: --rl.render_layout) that runs
+// episodes from the feed with sim::run_rollouts, asking the rollout server for a chunk as soon
+// as one of its envs needs one. Workers do not wait for each other; a worker's own envs step together (one VectorEnv). An env whose next episode the
 // budget does not allow yet goes idle until the worker's others are done too. Each finished episode goes back to the feed as a trajectory with its return:
 //   return = success (0/1) + shaping * (phi(last state) - phi(first state))
 //   phi    = -(|end effector - object| + |object - target|)   (metres; press: no target term)
@@ -23,6 +23,7 @@ struct EnvWorkerOptions {
   int n_envs = 4;
   sim::RendererKind renderer = sim::RendererKind::kOSMesa;
   int image_size = 32;
+  sim::RenderLayout render_layout = sim::RenderLayout::kAuto;  // vector_env.h
   int replan_steps = 5;
   double shaping = 0;
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ember/core/error.h"
+#include "ember/rl/value_head.h"
 
 namespace ember::rl {
 
@@ -59,6 +60,7 @@ Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inp
   auto x0 = at::stack(x0s).to(device);             // [n, H, A]
   auto eps = at::stack(epss, 1).to(device);        // [K, n, H, d]
   auto cache = policy.prefix_cache(in);
+  auto features = pooled_prefix_features(cache, in);
   std::vector<at::Tensor> xs{x0}, lps;
   at::Tensor x = x0;
   for (int i = 0; i < K; ++i) {
@@ -69,11 +71,11 @@ Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inp
     xs.push_back(next);
     x = next;
   }
-  return {at::stack(xs, 1).cpu(), at::stack(lps, 1).cpu()};
+  return {at::stack(xs, 1).cpu(), at::stack(lps, 1).cpu(), features};
 }
 
 at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
-                          const FlowNoise& noise) {
+                          const FlowNoise& noise, at::Tensor* features) {
   const auto& shape = policy.shape;
   check(noise, shape);
   const int K = shape.flow_steps;
@@ -84,6 +86,7 @@ at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInpu
   const int64_t n = in.samples;
   // the K steps' states in one batch of n*K would need n*K prefixes; the cache serves K passes
   auto cache = policy.prefix_cache(in);
+  if (features) *features = pooled_prefix_features(cache, in);
   std::vector<at::Tensor> lps;
   for (int i = 0; i < K; ++i) {
     auto xi = x.select(1, i);

@@ -1,41 +1,54 @@
-// The learner: GRPO over the groups the rollouts produce. Each group is cut into micro-batches
+// The learner: GRPO or PPO over the groups the rollouts produce. Each group is cut into micro-batches
 // of chunks as soon as it arrives; their clipped-ratio losses (grpo.h) are summed into the
 // gradients (accumulation); step() divides by the number of terms accumulated, clips the
 // global norm and steps AdamW (train/optimizer.h, as `ember train`). The ratio is against the
 // log-probabilities recorded at sampling time, whichever weights version sampled them.
 // KL to the starting policy is measured on the same terms (no gradient).
+//
+// GRPO: every chunk of a trajectory has the trajectory's group-relative advantage (grpo.h).
+// PPO: each chunk has its own GAE advantage from its reward and the values recorded at
+// sampling (value_head.h), normalised over the group's chunks; the value head is fitted to
+// the GAE returns (0.5 (V - R)^2 per chunk) by an AdamW of its own (value_lr), on the
+// prefix features the log-probability pass computes anyway.
 #pragma once
 
 #include <memory>
 
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/trajectory.h"
+#include "ember/rl/value_head.h"
 #include "ember/train/optimizer.h"
 
 namespace ember::rl {
 
 struct LearnerOptions {
   FlowNoise noise;
+  bool ppo = false;  // else GRPO
+  double gamma = 0.99, gae_lambda = 0.95, value_lr = 1e-3;
   double clip = 0.2;
   double lr = 1e-4;
   double grad_clip_norm = 1.0;
   int micro_batch = 16;
+  int kl_every = 1;  // the reference's KL on every N-th micro-batch (a measurement only)
 };
 
 struct StepStats {
   double loss = 0;       // surrogate loss per term
-  double kl = 0;         // k3 per term, to the starting policy
+  double kl = 0;         // k3 per term, to the starting policy (over the measured micro-batches)
   double clip_frac = 0;  // terms with |ratio - 1| > clip
   double grad_norm = 0;
   int64_t terms = 0;     // chunk x denoising step terms with an advantage
   int64_t chunks = 0, groups = 0, flat_groups = 0;  // flat: equal returns, no signal
   double success = 0, ret = 0;  // over the groups' episodes
+  double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
 };
 
 class Learner {
  public:
-  // policy: trained in place (set to train mode); reference: the starting weights (frozen).
-  Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options);
+  // policy: trained in place (set to train mode); reference: the starting weights (frozen);
+  // value: PPO's value head, trained in place (required with options.ppo).
+  Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options,
+          ValueHead value = nullptr);
 
   // Adds a group's gradients.
   void accumulate(const Group& group);
@@ -46,11 +59,24 @@ class Learner {
   train::Optimizer& optimizer() { return *optimizer_; }
   model::NamedTensors& params() { return params_; }
   model::Pi05Policy policy() { return policy_; }
+  ValueHead value() { return value_; }
+  // PPO: the value head's parameters and optimizer (checkpointed beside the policy's)
+  model::NamedTensors& value_params() { return value_params_; }
+  train::Optimizer* value_optimizer() { return value_optimizer_.get(); }
 
  private:
-  void micro_step(const std::vector<const ChunkRecord*>& chunks, const std::vector<double>& advantages);
+  // returns: PPO's value targets (empty for GRPO)
+  void micro_step(const std::vector<const ChunkRecord*>& chunks, const std::vector<double>& advantages,
+                  const std::vector<double>& returns);
+  void accumulate_ppo(const Group& group);
 
   model::Pi05Policy policy_, reference_;
+  ValueHead value_;
+  model::NamedTensors value_params_;
+  std::vector<at::Tensor> value_param_list_;
+  std::unique_ptr<train::Optimizer> value_optimizer_;
+  at::Tensor value_loss_sum_;
+  int64_t value_terms_ = 0;
   at::Device device_;
   LearnerOptions options_;
   model::NamedTensors params_;
@@ -58,6 +84,7 @@ class Learner {
   std::unique_ptr<train::Optimizer> optimizer_;
   StepStats acc_;
   at::Tensor loss_sum_, clipped_, kl_sum_;
+  int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
 };
 

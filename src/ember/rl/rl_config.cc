@@ -15,6 +15,12 @@ void validate(const RlConfig& c) {
   require(c.checkpoint.empty() || c.preset.empty(), "policy.preset", "not with --checkpoint");
   require(!c.output_dir.empty(), "output_dir", "missing");
   require(c.mode == "sync" || c.mode == "async", "rl.mode", "expected sync or async, got '" + c.mode + "'");
+  require(c.algo == "grpo" || c.algo == "ppo", "rl.algo", "expected grpo or ppo, got '" + c.algo + "'");
+  require(c.gamma > 0 && c.gamma <= 1, "rl.gamma", "must be in (0, 1]");
+  require(c.gae_lambda >= 0 && c.gae_lambda <= 1, "rl.gae_lambda", "must be in [0, 1]");
+  require(c.value_lr > 0, "rl.value_lr", "must be > 0");
+  require(c.render_layout == "auto" || c.render_layout == "thread" || c.render_layout == "process", "rl.render_layout",
+          "expected auto, thread or process, got '" + c.render_layout + "'");
   require(c.iterations > 0, "rl.iterations", "must be > 0");
   require(c.groups_per_step > 0, "rl.groups_per_step", "must be > 0");
   require(c.group_size >= 2, "rl.group_size", "must be >= 2 (advantages are relative to the group)");
@@ -31,6 +37,7 @@ void validate(const RlConfig& c) {
   require(c.lr > 0, "rl.lr", "must be > 0");
   require(c.grad_clip_norm > 0, "rl.grad_clip_norm", "must be > 0");
   require(c.micro_batch > 0, "rl.micro_batch", "must be > 0");
+  require(c.kl_every > 0, "rl.kl_every", "must be > 0");
   require(c.save_freq >= 0, "save_freq", "must be >= 0");
   require(c.horizon > 0 && c.num_steps > 0 && c.image_size > 0, "policy", "horizon, num_steps and image_size must be > 0");
 }
@@ -39,7 +46,8 @@ void validate(const RlConfig& c) {
   X(checkpoint) X(preset) X(horizon) X(num_steps) X(image_size) X(output_dir) X(suite) X(tasks) X(device)     \
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
-  X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq)
+  X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
+  X(render_layout) X(kl_every)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

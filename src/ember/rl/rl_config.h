@@ -1,6 +1,6 @@
 // The configuration of an RL run (`ember rl`): where the starting policy and the output are, the
 // simulator side (suite, workers, episodes), the rollout side (batching, exploration noise) and
-// the learner (GRPO). Saved with the run as rl_config.json.
+// the learner (GRPO or PPO). Saved with the run as rl_config.json.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@ struct RlConfig {
   bool resume = false;
 
   std::string mode = "async";     // sync | async
+  std::string algo = "grpo";      // grpo | ppo (learner.h)
   int64_t iterations = 20;        // optimizer steps
   int64_t groups_per_step = 4;    // groups in one optimizer step's batch
   int64_t group_size = 4;         // episodes per group (same initial state)
@@ -42,7 +43,14 @@ struct RlConfig {
   double lr = 1e-4;
   double grad_clip_norm = 1.0;
   int64_t micro_batch = 16;       // chunks per learner micro-batch
+  int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch
   int64_t save_freq = 0;          // 0: only at the end
+  double gamma = 0.99;            // PPO: discount per chunk
+  double gae_lambda = 0.95;       // PPO: GAE's lambda
+  double value_lr = 1e-3;         // PPO: the value head's AdamW learning rate
+  // Env workers render through a process each (sim/render_process.h) or a GL context on their
+  // own thread: "auto" = processes with EGL, threads with OSMesa (sim/vector_env.h).
+  std::string render_layout = "auto";  // auto | thread | process
 };
 
 // Refuses (Error kInvalidArgument naming the flag) a config that cannot run.

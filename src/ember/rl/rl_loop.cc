@@ -55,6 +55,15 @@ Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device)
   auto state = model::load_tensors(opt);
   for (auto& [k, t] : state) t = t.to(device);
   learner.optimizer().load_state(state, opt);
+  if (learner.value()) {
+    auto vw = (dir / "value_head.safetensors").string();
+    if (!fs::exists(vw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + vw + " is missing (was this run --rl.algo=grpo?)");
+    model::load_into(learner.value_params(), model::load_tensors(vw), vw);
+    auto vo = (dir / "value_optimizer.safetensors").string();
+    auto vstate = model::load_tensors(vo);
+    for (auto& [k, t] : vstate) t = t.to(device);
+    learner.value_optimizer()->load_state(vstate, vo);
+  }
   auto file = (dir / "rl_state.json").string();
   auto j = read_json_file(file);
   Resumed r;
@@ -107,14 +116,33 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.lr = c.lr;
   lo.grad_clip_norm = c.grad_clip_norm;
   lo.micro_batch = int(c.micro_batch);
-  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo);
+  lo.kl_every = int(c.kl_every);
+  lo.ppo = c.algo == "ppo";
+  lo.gamma = c.gamma;
+  lo.gae_lambda = c.gae_lambda;
+  lo.value_lr = c.value_lr;
+  ValueHead value = nullptr, rollout_value = nullptr;
+  if (lo.ppo) {
+    at::manual_seed(uint64_t(c.seed) + 1);
+    value = ValueHead(prefix_feature_dim(bundle.shape));
+    value->to(device);
+    rollout_value = ValueHead(prefix_feature_dim(bundle.shape));
+    rollout_value->to(device);
+    rollout_value->eval();
+    copy_value_head(*rollout_value, *value);
+  }
+  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo, value);
   Resumed from;
-  if (resume) from = restore(resume->dir, learner, device);
+  if (resume) {
+    from = restore(resume->dir, learner, device);
+    if (value) copy_value_head(*rollout_value, *value);
+  }
   fs::create_directories(c.output_dir);
   write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms}, from.step);
+  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms}, from.step,
+                       rollout_value);
   const int64_t gps = c.groups_per_step;
   EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps);
   auto scene = sim::Scene::load();
@@ -124,6 +152,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   wo.n_envs = int(c.envs_per_worker);
   wo.renderer = renderer;
   wo.image_size = bundle.shape.vision.image_size;
+  wo.render_layout = sim::parse_render_layout(c.render_layout, "--rl.render_layout");
   wo.replan_steps = int(c.replan_steps);
   wo.shaping = c.shaping;
   for (int64_t w = 0; w < c.env_workers; ++w) workers.push_back(std::make_unique<EnvWorker>(scene, tasks, wo, feed, server, builder));
@@ -173,7 +202,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     }
     for (const auto& g : batch) timed([&] { learner.accumulate(g); });
     timed([&] { it.learner = learner.step(); });
-    server.swap_weights(*learner.policy(), step + 1);
+    server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
     it.step = step + 1;
     it.staleness = stale / double(gps);
     Counters now = counters();
@@ -193,7 +222,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
-             {"wall_s", it.wall_s}});
+             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}});
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
     if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {
@@ -202,6 +231,10 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
       result.last_checkpoint = writer.save(it.step, [&](const fs::path& tmp) {
         train::write_policy_files(tmp, bundle);
         model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
+        if (value) {
+          model::save_tensors((tmp / "value_head.safetensors").string(), learner.value_params());
+          model::save_tensors((tmp / "value_optimizer.safetensors").string(), learner.value_optimizer()->state());
+        }
         write_json_file((tmp / "rl_state.json").string(), state);
         write_json_file((tmp / "rl_config.json").string(), to_json(c));
       }).string();

@@ -1,5 +1,7 @@
 #include "ember/rl/rollout_server.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include "ember/eval/checkpoint_policy.h"
 #include "ember/rl/policy_setup.h"
 #include "ember/train/cuda_setup.h"
@@ -7,8 +9,8 @@
 namespace ember::rl {
 
 RolloutServer::RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
-                             BatchingOptions batching, int64_t version)
-    : policy_(std::move(policy)), builder_(builder), noise_(noise), device_(device),
+                             BatchingOptions batching, int64_t version, ValueHead value)
+    : policy_(std::move(policy)), value_(std::move(value)), builder_(builder), noise_(noise), device_(device),
       batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -27,9 +29,10 @@ std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, ui
   return f;
 }
 
-void RolloutServer::swap_weights(model::Pi05PolicyImpl& from, int64_t version) {
+void RolloutServer::swap_weights(model::Pi05PolicyImpl& from, int64_t version, const ValueHeadImpl* value) {
   std::lock_guard<std::mutex> lock(weights_mu_);
   copy_weights(*policy_, from);
+  if (value && value_) copy_value_head(*value_, *value);
   version_ = version;
 }
 
@@ -58,10 +61,16 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
   auto in = model::collate(ptrs, policy_->shape, model::AttentionBackend::kVarlen).to(device_);
   Chain chain;
   int64_t version;
+  std::vector<double> values(batch.size(), 0.0);
   {
     std::lock_guard<std::mutex> lock(weights_mu_);
     train::Bf16Autocast bf16(device_.is_cuda());
     chain = sample_chain(*policy_, in, noise_, seeds);
+    if (value_) {
+      at::NoGradGuard no_grad;
+      auto v = value_->forward(chain.features).to(at::kDouble).cpu();
+      for (size_t j = 0; j < batch.size(); ++j) values[j] = v[int64_t(j)].item<double>();
+    }
     version = version_;
   }
   const int K = policy_->shape.flow_steps;
@@ -70,6 +79,7 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
     r.chain = chain.x[int64_t(j)].contiguous();
     r.log_prob = chain.log_prob[int64_t(j)].contiguous();
     r.version = version;
+    r.value = values[j];
     r.chunk = eval::action_chunk(builder_, r.chain[K]);
     batch[j].reply->set_value(std::move(r));
   }

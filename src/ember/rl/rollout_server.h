@@ -16,6 +16,7 @@
 #include "ember/model/processor.h"
 #include "ember/rl/batcher.h"
 #include "ember/rl/flow_noise.h"
+#include "ember/rl/value_head.h"
 #include "ember/sim/policy.h"
 
 namespace ember::rl {
@@ -24,6 +25,7 @@ struct PolicyResponse {
   at::Tensor chain;     // [K+1, H, A] float32, host
   at::Tensor log_prob;  // [K] float32, host
   int64_t version = 0;
+  double value = 0;        // the value head's V of the request (0 without a value head)
   sim::ActionChunk chunk;  // simulator units, [-1, 1]
 };
 
@@ -35,17 +37,19 @@ struct BatchingOptions {
 class RolloutServer {
  public:
   // policy: the rollout's own copy (eval mode, on device); builder: the policy's features (must
-  // outlive the server). Starts the thread.
+  // outlive the server); value: PPO's value head, the rollout's own copy (or none). Starts the
+  // thread.
   RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
-                BatchingOptions batching, int64_t version);
+                BatchingOptions batching, int64_t version, ValueHead value = nullptr);
   ~RolloutServer();
   RolloutServer(const RolloutServer&) = delete;
   RolloutServer& operator=(const RolloutServer&) = delete;
 
   // Thread-safe. The future fails with the server's error if a batch failed.
   std::future<PolicyResponse> submit(model::PolicySample sample, uint64_t seed);
-  // Copies `from`'s weights in (waits for the running batch) and tags later answers `version`.
-  void swap_weights(model::Pi05PolicyImpl& from, int64_t version);
+  // Copies `from`'s weights (and value's, with a value head) in (waits for the running batch)
+  // and tags later answers `version`.
+  void swap_weights(model::Pi05PolicyImpl& from, int64_t version, const ValueHeadImpl* value = nullptr);
   // Answers what is queued, then ends the thread.
   void stop();
 
@@ -63,6 +67,7 @@ class RolloutServer {
   void run_batch(std::vector<Request>& batch);
 
   model::Pi05Policy policy_;
+  ValueHead value_;
   const model::SampleBuilder& builder_;
   FlowNoise noise_;
   at::Device device_;

@@ -19,6 +19,9 @@ struct ChunkRecord {
   at::Tensor chain;            // [K+1, H, A] float32 (host): x_0 .. x_K
   at::Tensor log_prob;         // [K] float32: each step's log p under the sampling weights
   int64_t version = 0;         // the weights' version that sampled it (optimizer steps done)
+  double value = 0;            // PPO: the value head's V at sampling (0 without one)
+  double phi = 0;              // the shaping potential at the chunk's first observation
+  double reward = 0;           // set when the episode ends (value_head.h: r_k)
 };
 
 struct Trajectory {

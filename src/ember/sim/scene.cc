@@ -26,6 +26,7 @@ std::shared_ptr<const Scene> Scene::load(const std::string& xml_path) {
   if (!m) fail(ErrorKind::kCorruption, xml_path + ": MuJoCo cannot load the scene: " + err);
   std::shared_ptr<Scene> s(new Scene());
   s->model_ = m;
+  s->xml_path_ = xml_path;
   s->ee_site = mj_name2id(m, mjOBJ_SITE, "ee");
   if (s->ee_site < 0) fail(ErrorKind::kCorruption, xml_path + ": no site 'ee'");
   for (int i = 0; i < kArmDof; ++i) {

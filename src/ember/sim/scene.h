@@ -34,6 +34,8 @@ class Scene {
   Scene& operator=(const Scene&) = delete;
 
   const mjModel* model() const { return model_; }
+  // the file it was loaded from (render processes load the same one)
+  const std::string& xml_path() const { return xml_path_; }
   // Index lookups; each throws kInternal if the name is missing from the model.
   int body(const std::string& name) const;
   int joint(const std::string& name) const;
@@ -51,6 +53,7 @@ class Scene {
  private:
   Scene() = default;
   mjModel* model_ = nullptr;
+  std::string xml_path_;
 };
 
 }  // namespace ember::sim

@@ -8,6 +8,18 @@
 
 namespace ember::sim {
 
+RenderLayout parse_render_layout(const std::string& name, const std::string& flag) {
+  if (name == "auto") return RenderLayout::kAuto;
+  if (name == "thread") return RenderLayout::kThread;
+  if (name == "process") return RenderLayout::kProcess;
+  fail(ErrorKind::kInvalidArgument, flag + ": expected auto, thread or process, got '" + name + "'");
+}
+
+bool renders_in_process(RenderLayout layout, RendererKind renderer) {
+  if (layout == RenderLayout::kAuto) return renderer == RendererKind::kEGL;
+  return layout == RenderLayout::kProcess;
+}
+
 VectorEnv::VectorEnv(std::shared_ptr<const Scene> scene, std::vector<const TaskSpec*> tasks, VectorEnvConfig config)
     : scene_(std::move(scene)), tasks_(std::move(tasks)), config_(config) {
   if (config_.n_envs < 1 || config_.n_envs > 4096)
@@ -64,23 +76,22 @@ void VectorEnv::worker_loop(int w) {
     if (err && !error_) error_ = err;
     if (--pending_ == 0) done_cv_.notify_all();
   }
-  renderers_[w].reset();
+  renderers_[w] = {};
 }
 
-void VectorEnv::parallel(const std::vector<int>& which, const std::function<void(int, CameraRenderer*)>& fn) {
+void VectorEnv::parallel(const std::vector<int>& which, const std::function<bool(int)>& fn) {
   const int T = int(threads_.size());
   std::function<void(int)> job = [&](int w) {
     if (!fn) {  // teardown: free this worker's renderer
-      renderers_[w].reset();
+      renderers_[w] = {};
       return;
     }
+    std::vector<int> to_render;
     for (int env : which) {
       if (env % T != w) continue;
-      if (!renderers_[w] && config_.renderer != RendererKind::kNone)
-        renderers_[w] = std::make_unique<CameraRenderer>(*scene_, config_.renderer, config_.image_size,
-                                                         config_.image_size);
-      fn(env, renderers_[w].get());
+      if (fn(env)) to_render.push_back(env);
     }
+    if (!to_render.empty()) render_batch(w, to_render);
   };
   std::unique_lock<std::mutex> lock(mu_);
   job_ = job;
@@ -93,22 +104,48 @@ void VectorEnv::parallel(const std::vector<int>& which, const std::function<void
   if (error_) std::rethrow_exception(error_);
 }
 
-void VectorEnv::observe(int env, CameraRenderer* r, Observation* obs) {
+void VectorEnv::observe(int env, bool render) {
+  Observation* obs = &obs_[env];
   envs_[env]->observe(obs);
-  if (r) {
-    const int n = config_.image_size;
-    obs->width = obs->height = n;
-    obs->agentview.resize(size_t(n) * n * 3);
-    obs->wrist.resize(size_t(n) * n * 3);
-    std::unique_lock<std::mutex> serial(render_mu_, std::defer_lock);
-    if (config_.serialize_rendering) serial.lock();
-    r->render(envs_[env]->data(), scene_->agentview_camera, obs->agentview.data());
-    r->render(envs_[env]->data(), scene_->wrist_camera, obs->wrist.data());
-  } else {
-    obs->width = obs->height = 0;
-    obs->agentview.clear();
-    obs->wrist.clear();
+  const int n = render && config_.renderer != RendererKind::kNone ? config_.image_size : 0;
+  obs->width = obs->height = n;
+  obs->agentview.resize(size_t(n) * n * 3);
+  obs->wrist.resize(size_t(n) * n * 3);
+}
+
+void VectorEnv::render_batch(int w, const std::vector<int>& envs) {
+  if (config_.renderer == RendererKind::kNone) return;
+  const int T = int(threads_.size());
+  const int per_worker = (size() + T - 1) / T;  // at most this many envs in one batch
+  WorkerRenderer& r = renderers_[w];
+  const int n = config_.image_size;
+  if (!r.local && !r.remote) {
+    const int batch = config_.batch_rendering ? per_worker : 1;
+    if (renders_in_process(config_.render_layout, config_.renderer)) r.remote = std::make_unique<RenderProcess>(*scene_, config_.renderer, n, batch);
+    else r.local = std::make_unique<CameraRenderer>(*scene_, config_.renderer, n, n, config_.batch_rendering ? 2 * batch : 1);
   }
+  std::unique_lock<std::mutex> serial(render_mu_, std::defer_lock);
+  if (config_.serialize_rendering) serial.lock();
+  if (r.remote) {
+    const int batch = r.remote->max_envs();
+    for (size_t at = 0; at < envs.size(); at += size_t(batch)) {
+      std::vector<const mjData*> ds;
+      std::vector<uint8_t*> av, wr;
+      for (size_t k = at; k < std::min(envs.size(), at + size_t(batch)); ++k) {
+        ds.push_back(envs_[envs[k]]->data());
+        av.push_back(obs_[envs[k]].agentview.data());
+        wr.push_back(obs_[envs[k]].wrist.data());
+      }
+      r.remote->render(ds.data(), int(ds.size()), av.data(), wr.data());
+    }
+    return;
+  }
+  std::vector<View> views;
+  for (int env : envs) {
+    views.push_back({envs_[env]->data(), scene_->agentview_camera, obs_[env].agentview.data()});
+    views.push_back({envs_[env]->data(), scene_->wrist_camera, obs_[env].wrist.data()});
+  }
+  r.local->render_views(views.data(), int(views.size()));
 }
 
 // Asks the source for env's next episode (main thread); false leaves the env idle.
@@ -148,9 +185,10 @@ std::vector<Observation> VectorEnv::reset(uint64_t seed) {
     slots_[i].episodes_started = 0;
     if (start_episode(i)) starting.push_back(i);
   }
-  parallel(starting, [this](int env, CameraRenderer* r) {
+  parallel(starting, [this](int env) {
     envs_[env]->reset(*slots_[env].episode.task, slots_[env].episode.init);
-    observe(env, r, &obs_[env]);
+    observe(env, true);
+    return true;
   });
   return obs_;
 }
@@ -172,11 +210,13 @@ StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector
   for (int i = 0; i < n; ++i)
     if (slots_[i].active) stepping.push_back(i);
   std::vector<uint8_t> success(n, 0);
-  parallel(stepping, [&](int env, CameraRenderer* rend) {
+  parallel(stepping, [&](int env) {
     Env& e = *envs_[env];
     e.step(actions[env]);
     success[env] = e.success();
-    observe(env, !render || (*render)[env] ? rend : nullptr, &obs_[env]);
+    const bool draw = !render || (*render)[env];
+    observe(env, draw);
+    return draw;
   });
   // finished episodes: keep their final observation, start the next ones
   std::vector<int> restarting;
@@ -195,9 +235,10 @@ StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector
       r.infos[env].active = s.active;  // whether a next episode started
     }
   }
-  parallel(restarting, [this](int env, CameraRenderer* rend) {
+  parallel(restarting, [this](int env) {
     envs_[env]->reset(*slots_[env].episode.task, slots_[env].episode.init);
-    observe(env, rend, &obs_[env]);
+    observe(env, true);
+    return true;
   });
   for (int i = 0; i < n; ++i)
     if (!r.infos[i].final_observation) r.infos[i] = slots_[i].info;

@@ -9,8 +9,10 @@
 // the first observation of its next episode and r.infos[i].final_observation holds the last
 // one of the finished episode.
 //
-// Env i lives on worker thread i % threads, and each worker owns one GL context and camera
-// renderer, created on that thread. Which episode an env runs next comes from the episode
+// Env i lives on worker thread i % threads. Each worker renders its envs' cameras after their
+// physics, all in one batch (render.h: one read-back per batch), through a GL context of its
+// own: on its thread, or in a render process of its own (render_process.h), created on first
+// use. Which episode an env runs next comes from the episode
 // source (by default: env i runs tasks[i % tasks.size()] from one of its 50 evaluation states,
 // drawn from a stream seeded by (seed, i)); a source that returns nothing leaves the env idle. While the source runs for env i, info(i) and
 // observation(i) still describe the episode that just ended (none at reset()); a source that returns nothing leaves the env idle
@@ -25,12 +27,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "ember/sim/env.h"
 #include "ember/sim/gl_context.h"
 #include "ember/sim/render.h"
+#include "ember/sim/render_process.h"
 
 namespace ember::sim {
 
@@ -42,6 +46,12 @@ struct Episode {
   int id = 0;                      // the caller's number for it (evaluation: the trial)
 };
 
+enum class RenderLayout { kAuto, kThread, kProcess };
+// "auto", "thread" or "process"; throws kInvalidArgument naming `flag` otherwise.
+RenderLayout parse_render_layout(const std::string& name, const std::string& flag);
+// Whether a worker renders through a process: kAuto resolved for the renderer.
+bool renders_in_process(RenderLayout layout, RendererKind renderer);
+
 struct VectorEnvConfig {
   int n_envs = 1;
   int threads = 0;                 // worker threads; 0: min(n_envs, hardware threads)
@@ -51,6 +61,13 @@ struct VectorEnvConfig {
   // EGL, whose throughput fell with more threads on the H200 host (bench/results); physics
   // stays parallel.
   bool serialize_rendering = false;
+  // Where each worker's GL context lives: on its thread, or in a child process of its own
+  // (render_process.h; threads of one process contend in the NVIDIA driver). kAuto: a process
+  // with EGL, the thread with OSMesa (bench/results/sim_h200_2026-12-01b.md).
+  RenderLayout render_layout = RenderLayout::kAuto;
+  // One read-back per worker batch (all its envs' cameras); false: one per camera image, the
+  // renderer before 2026-12-01 (kept to measure against; in a render process, one per env).
+  bool batch_rendering = true;
   ControllerConfig controller;
 };
 
@@ -107,11 +124,14 @@ class VectorEnv {
     EnvInfo info;
     int episodes_started = 0;
   };
-  // Runs fn(env) for every env in `which` on its worker; rethrows the first error.
-  void parallel(const std::vector<int>& which, const std::function<void(int env, CameraRenderer* r)>& fn);
+  // Runs fn(env) for every env in `which` on its worker, then renders the cameras of those for
+  // which fn returned true, in one batch per worker; rethrows the first error. No fn: frees
+  // the workers' renderers.
+  void parallel(const std::vector<int>& which, const std::function<bool(int env)>& fn);
   void worker_loop(int w);
-  // env's state into obs; the cameras too when r is given
-  void observe(int env, CameraRenderer* r, Observation* obs);
+  // env's state into obs_[env]; its images are sized for rendering (render) or cleared
+  void observe(int env, bool render);
+  void render_batch(int worker, const std::vector<int>& envs);
   bool start_episode(int env);
 
   std::shared_ptr<const Scene> scene_;
@@ -125,7 +145,11 @@ class VectorEnv {
 
   // workers
   std::vector<std::thread> threads_;
-  std::vector<std::unique_ptr<CameraRenderer>> renderers_;  // one per worker, made on its thread
+  struct WorkerRenderer {
+    std::unique_ptr<CameraRenderer> local;   // made on the worker's thread
+    std::unique_ptr<RenderProcess> remote;
+  };
+  std::vector<WorkerRenderer> renderers_;  // one per worker
   std::mutex mu_;
   std::mutex render_mu_;  // serialize_rendering
   std::condition_variable cv_, done_cv_;

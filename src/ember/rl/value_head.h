@@ -1,0 +1,53 @@
+// PPO's critic and its advantages.
+//
+// Where the value head reads from: the policy's prefix (images, prompt and the discretised
+// state, once per request), as the mean over each sample's prefix tokens of the last
+// language-model layer's value vectors (the prefix cache, model/pi05.h), detached. The critic
+// therefore trains only its own two layers and never moves the policy's backbone: the policy's
+// gradient is the clipped surrogate's alone, as in GRPO, and the features come for free from
+// the prefix pass that sampling (rollout) and the log-probabilities (learner) run anyway.
+//
+// GAE (Schulman et al. 2016) over a trajectory's chunks k = 0..n-1, one decision per chunk:
+//   delta_k = r_k + gamma * V_{k+1} - V_k        (V_n = 0: the episode ends)
+//   A_k     = delta_k + gamma * lambda * A_{k+1}
+//   R_k     = A_k + V_k                          (the value head's target)
+// r_k is the chunk's reward: shaping * (phi(start of chunk k+1) - phi(start of chunk k)), plus
+// the success (0/1) on the last chunk, so the rewards sum to the trajectory's return.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <vector>
+
+#include "ember/model/pi05.h"
+
+namespace ember::rl {
+
+class ValueHeadImpl : public torch::nn::Module {
+ public:
+  // features: the pooled width (prefix_feature_dim).
+  explicit ValueHeadImpl(int64_t features, int64_t hidden = 128);
+  // [n, features] -> [n] float32 (features normalised per row, then two layers)
+  at::Tensor forward(const at::Tensor& features);
+
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(ValueHead);
+
+int64_t prefix_feature_dim(const model::PolicyShape& shape);
+
+// [n, prefix_feature_dim] float32, no gradient: the mean of the last layer's prefix values
+// over each sample's prefix tokens (varlen layout).
+at::Tensor pooled_prefix_features(const model::PrefixCache& cache, const model::PolicyInputs& in);
+
+struct Gae {
+  std::vector<double> advantages, returns;
+};
+// rewards and values of one trajectory's chunks (same length).
+Gae gae(const std::vector<double>& rewards, const std::vector<double>& values, double gamma, double lambda);
+
+// dst := src's weights (same shape).
+void copy_value_head(ValueHeadImpl& dst, const ValueHeadImpl& src);
+
+}  // namespace ember::rl
