@@ -64,7 +64,7 @@ int run_view(const std::string& task_name, const std::string& output, int image_
 
 struct EvalArgs {
   eval::EvalOptions options;
-  std::string policy, checkpoint, device, renderer = "auto", tokenizer_path;
+  std::string policy, checkpoint, device, renderer = "auto", tokenizer_path, rename_map;
   bool no_videos = false;
 };
 
@@ -81,6 +81,7 @@ int run_eval(EvalArgs& a) {
   sim::PolicyArgs pa;
   pa.checkpoint = a.checkpoint;
   pa.tokenizer_path = a.tokenizer_path;
+  pa.rename_map = a.rename_map;
   pa.device = a.device;
   pa.image_size = a.options.image_size;
   pa.seed = a.options.seed;
@@ -296,6 +297,9 @@ void add_sim_commands(CLI::App& app, Action& action) {
   ev->add_option("--policy", e->policy, "expert, or a registered policy (default with --checkpoint: checkpoint)");
   ev->add_option("--checkpoint", e->checkpoint, "trained policy checkpoint directory, or a LeRobot pi05 policy directory");
   ev->add_option("--policy.tokenizer_path", e->tokenizer_path, "SentencePiece model for a LeRobot directory's prompts");
+  ev->add_option("--rename_map", e->rename_map,
+                 "JSON: simulator camera -> the policy's camera, e.g. '{\"observation.images.agentview\": "
+                 "\"observation.images.base_0_rgb\"}' (lerobot-train's flag)");
   ev->add_option("--device", e->device, "device for the policy (e.g. cuda, cpu)");
   ev->add_option("--suite", e->options.suite, "task suite (default ember10)");
   ev->add_option("--task", e->options.tasks, "only these tasks of the suite (repeatable)");

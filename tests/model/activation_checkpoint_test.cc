@@ -111,19 +111,13 @@ TEST(ActivationCheckpoint, Pi05PolicyComputesTheSameLossAndGradients) {
     auto run = [&](bool recompute) {
       policy->options.gradient_checkpointing = recompute;
       policy->vision->checkpoint_blocks = recompute;
-      policy->zero_grad();
-      auto out = policy->loss(in, noise, time);
-      out.loss.backward();
-      std::vector<at::Tensor> g;
-      for (const auto& p : policy->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
-      return std::make_pair(out.loss.item<double>(), g);
+      return test::loss_and_grads(policy, in, noise, time, /*bf16=*/false);
     };
-    auto [loss_plain, grads_plain] = run(false);
-    auto [loss_rerun, grads_rerun] = run(true);
-    EXPECT_EQ(loss_rerun, loss_plain) << attention_backend_name(backend);
+    auto plain = run(false), rerun = run(true);
+    EXPECT_EQ(rerun.loss, plain.loss) << attention_backend_name(backend);
     auto names = policy->named_parameters();
-    for (size_t i = 0; i < grads_plain.size(); ++i)
-      EXPECT_LT(test::max_rel_err(grads_rerun[i], grads_plain[i]), 1e-6) << attention_backend_name(backend) << " " << names[i].key();
+    for (size_t i = 0; i < plain.grads.size(); ++i)
+      EXPECT_LT(test::max_rel_err(rerun.grads[i], plain.grads[i]), 1e-6) << attention_backend_name(backend) << " " << names[i].key();
   }
 }
 

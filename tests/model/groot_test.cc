@@ -111,12 +111,8 @@ TEST(GrootPolicy, PackedAndPaddedComputeTheSameLossAndGradients) {
   auto noise = at::randn({5, shape.base.horizon, shape.base.max_action_dim});
   auto time = at::rand({5}) * 0.9 + 0.05;
   auto grads_of = [&](const PolicyInputs& in) {
-    policy->zero_grad();
-    auto out = policy->loss(in, noise, time);
-    out.loss.backward();
-    std::vector<at::Tensor> g;
-    for (const auto& p : policy->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
-    return std::make_pair(out.loss.item<double>(), g);
+    auto r = test::loss_and_grads(policy, in, noise, time, /*bf16=*/false);
+    return std::make_pair(r.loss, r.grads);
   };
   auto packed = collate(batch, shape.base, AttentionBackend::kVarlen);
   auto padded = collate(batch, shape.base, AttentionBackend::kPadded);

@@ -111,16 +111,8 @@ TEST(Pi05Policy, PrefixFillerChangesNoLossGradientOrAction) {
   Pi05Policy policy(shape);
   auto noise = at::randn({5, shape.horizon, shape.max_action_dim});
   auto time = at::rand({5}) * 0.9 + 0.05;
-  auto grads_of = [&](const PolicyInputs& in) {
-    policy->zero_grad();
-    auto out = policy->loss(in, noise, time);
-    out.loss.backward();
-    std::vector<at::Tensor> g;
-    for (const auto& p : policy->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
-    return std::make_pair(out.loss.item<double>(), g);
-  };
-  auto [loss_a, grad_a] = grads_of(plain);
-  auto [loss_b, grad_b] = grads_of(filled);
+  auto [loss_a, grad_a] = test::loss_and_grads(policy, plain, noise, time, /*bf16=*/false);
+  auto [loss_b, grad_b] = test::loss_and_grads(policy, filled, noise, time, /*bf16=*/false);
   EXPECT_NEAR(loss_a, loss_b, 1e-6 * std::abs(loss_a));
   auto names = policy->named_parameters();
   for (size_t i = 0; i < grad_a.size(); ++i) EXPECT_LT(max_rel_err(grad_b[i], grad_a[i]), 1e-5) << names[i].key();

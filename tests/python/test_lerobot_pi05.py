@@ -213,6 +213,19 @@ def main():
                         "--trials", "1", "--output_dir", os.path.join(tmp, "eval")])
         check("eval --checkpoint <LeRobot dir> loads it and names the camera the simulator lacks",
               rc == 2 and ("observation.images.base" in e or "without" in e or "MuJoCo" in e), f"rc={rc} {e!r}")
+        if rc == 2 and "observation.images.base" in e:  # ember was built with the simulator
+            # the export of the run trained from LeRobot's layout (cameras top, wrist), closed loop:
+            # --rename_map puts the simulator's agentview camera in its top slot
+            eval_dir = os.path.join(tmp, "eval2")
+            rc, o, e = run([ember, "eval", "--checkpoint", out2, "--policy.tokenizer_path", tokenizer, "--suite", "ember10",
+                            "--task", "press_red_button", "--trials", "1", "--no_videos", "--output_dir", eval_dir,
+                            '--rename_map={"observation.images.agentview": "observation.images.top"}'], timeout=600)
+            result = json.load(open(os.path.join(eval_dir, "eval.json"))) if os.path.exists(os.path.join(eval_dir, "eval.json")) else {}
+            check("eval --rename_map runs an imported LeRobot policy closed loop", rc == 0 and bool(result), f"rc={rc} {e[-1500:]!r}")
+            user_error("eval --rename_map from a camera the simulator lacks",
+                       [ember, "eval", "--checkpoint", out2, "--policy.tokenizer_path", tokenizer, "--suite", "ember10",
+                        "--trials", "1", "--output_dir", os.path.join(tmp, "eval3"), '--rename_map={"observation.images.side": "observation.images.top"}'],
+                       ["--rename_map", "observation.images.side"])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return checks.summary()

@@ -71,4 +71,19 @@ nlohmann::json read_json_file(const std::string& path) {
 void write_json_file(const std::string& path, const nlohmann::json& j) { write_json(path, j); }
 void write_json_file(const std::string& path, const nlohmann::ordered_json& j) { write_json(path, j); }
 
+std::map<std::string, std::string> parse_rename_map(std::string_view text, const std::string& flag) {
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object())
+    throw Error(ErrorKind::kInvalidArgument, flag + ": expected a JSON object like '{\"observation.images.top\": "
+                                                    "\"observation.images.base_0_rgb\"}', got '" + std::string(text) + "'");
+  std::map<std::string, std::string> out;
+  for (const auto& [from, to] : j.items()) {
+    if (!to.is_string() || from.empty() || to.get<std::string>().empty())
+      throw Error(ErrorKind::kInvalidArgument,
+                  flag + ": entry '" + from + "' must map a source key to a non-empty policy key, got " + to.dump());
+    out[from] = to.get<std::string>();
+  }
+  return out;
+}
+
 }  // namespace ember

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,10 @@ nlohmann::json parse_json(std::string_view text, const std::string& what);
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what);
 // Reads and parses a whole regular file; throws kNotFound / kIO / kCorruption naming the path.
 nlohmann::json read_json_file(const std::string& path);
+// lerobot-train's --rename_map from its JSON text, '{"observation.images.top":
+// "observation.images.base_0_rgb"}': source key -> the policy's key. Throws kInvalidArgument
+// naming `flag` when it is not a JSON object of non-empty strings.
+std::map<std::string, std::string> parse_rename_map(std::string_view text, const std::string& flag);
 // Writes j (indented by 2, newline-terminated) to path atomically (AtomicFile).
 void write_json_file(const std::string& path, const nlohmann::json& j);
 void write_json_file(const std::string& path, const nlohmann::ordered_json& j);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ember/core/error.h"
+#include "ember/core/json_file.h"
 #include "ember/model/device.h"
 #include "ember/sim/features.h"
 #include "ember/train/cuda_setup.h"
@@ -51,13 +52,25 @@ sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Ten
 }
 
 CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
-                                         const std::string& tokenizer_path)
+                                         const std::string& tokenizer_path, const std::string& rename_map)
     : device_(model::resolve_device(device)) {
+  const auto rename = rename_map.empty() ? std::map<std::string, std::string>{} : parse_rename_map(rename_map, "--rename_map");
   bundle_ = load_policy(checkpoint, device_, tokenizer_path.empty() ? std::nullopt : std::optional<std::string>(tokenizer_path));
-  for (const auto& cam : bundle_.spec.cameras)
-    if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
+  auto& cameras = bundle_.spec.cameras;
+  for (const auto& [from, to] : rename) {
+    if (from != sim::kAgentviewKey && from != sim::kWristKey)
+      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "': the simulator's cameras are " +
+                                                   sim::kAgentviewKey + " and " + sim::kWristKey);
+    if (std::find(cameras.begin(), cameras.end(), to) == cameras.end())
+      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': " + checkpoint + " has no camera '" + to + "'");
+    bundle_.spec.camera_sources[to] = from;
+  }
+  for (const auto& cam : cameras)
+    if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos &&
+        !bundle_.spec.camera_sources.count(cam))
       throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy reads camera '" + cam +
-                                                   "', which ember's simulator does not have (trained on another dataset?)");
+                                                   "', which ember's simulator does not have (--rename_map maps " +
+                                                   sim::kAgentviewKey + " or " + sim::kWristKey + " to it)");
   if (bundle_.spec.action_dim != sim::kActionDim)
     throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy's actions have " + std::to_string(bundle_.spec.action_dim) +
                                                  " dimensions, the simulator's " + std::to_string(sim::kActionDim));
@@ -81,7 +94,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
 
 void register_checkpoint_sim_policy() {
   sim::register_policy("checkpoint", [](const sim::PolicyArgs& a) -> std::unique_ptr<sim::Policy> {
-    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path);
+    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path, a.rename_map);
   });
 }
 

@@ -27,9 +27,10 @@ class CheckpointSimPolicy : public sim::Policy {
   // Loads the checkpoint (or the latest under an output directory, or a LeRobot pi0.5
   // directory, whose prompts need `tokenizer_path`) on `device` ("auto", "cuda", "cpu"). Throws
   // Error naming the checkpoint's file at fault, or kInvalidArgument when its cameras are not
-  // the simulator's.
+  // the simulator's (after rename_map), or rename_map is malformed or names an unknown camera.
+  // rename_map: JSON text, simulator camera -> the policy camera it fills (--rename_map).
   CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
-                      const std::string& tokenizer_path = "");
+                      const std::string& tokenizer_path = "", const std::string& rename_map = "");
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;
   std::string name() const override { return bundle_.module->type() + "/" + bundle_.shape.preset; }
 

@@ -54,6 +54,7 @@ class Policy {
 struct PolicyArgs {
   std::string checkpoint;          // --checkpoint DIR ("" for the expert)
   std::string tokenizer_path;      // --policy.tokenizer_path (a LeRobot directory needs one)
+  std::string rename_map;          // --rename_map: JSON, simulator camera -> the policy's camera
   std::string device;              // --device ("" : the factory's default)
   int image_size = 128;            // the cameras' size in this evaluation
   uint64_t seed = 0;

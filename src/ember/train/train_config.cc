@@ -479,18 +479,7 @@ void validate(const TrainConfig& c) {
 }
 
 std::map<std::string, std::string> rename_map_of(const TrainConfig& c) {
-  std::map<std::string, std::string> out;
-  if (!c.rename_map) return out;
-  const json j = json::parse(*c.rename_map, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object())
-    bad("--rename_map: expected a JSON object like '{\"observation.images.top\": \"observation.images.base_0_rgb\"}', got '" +
-        *c.rename_map + "'");
-  for (const auto& [from, to] : j.items()) {
-    if (!to.is_string() || from.empty() || to.get<std::string>().empty())
-      bad("--rename_map: entry '" + from + "' must map a dataset key to a non-empty policy key, got " + to.dump());
-    out[from] = to.get<std::string>();
-  }
-  return out;
+  return c.rename_map ? parse_rename_map(*c.rename_map, "--rename_map") : std::map<std::string, std::string>{};
 }
 
 int64_t default_num_workers(bool cuda, int cores, int ranks_on_host) {
