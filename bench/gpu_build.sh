@@ -47,8 +47,10 @@ fi
 # the bundle goes into a prefix of its own (scripts/gpu-unpack.sh reads $root/.deps/debs)
 prefix="$("$root/scripts/gpu-unpack.sh" "$deps")" || exit 1
 torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" || exit 1
+# RPATH, not RUNPATH (the node's toolchain writes RUNPATH, which a library's own dependencies do
+# not see): the bundle's libcurl then finds its libssh2 & co. in the prefix, not the image's
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix;$torch_prefix" -DEMBER_PYTHON="$(command -v python3)" \
-  ${EMBER_CMAKE_EXTRA:-} >"$out/configure$name.log" 2>&1 || { tail -n 30 "$out/configure$name.log"; exit 1; }
+  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags ${EMBER_CMAKE_EXTRA:-} >"$out/configure$name.log" 2>&1 || { tail -n 30 "$out/configure$name.log"; exit 1; }
 grep -h "ember: " "$out/configure$name.log" || true
 ninja -C "$build" "${targets[@]}" >"$out/build$name.log" 2>&1 ||
   { grep -A5 -E "error|FAILED" "$out/build$name.log" | head -n 60; exit 1; }
