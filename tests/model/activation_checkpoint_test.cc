@@ -75,13 +75,7 @@ TEST(ActivationCheckpoint, KeepsNoGraphInsideTheBlock) {
   EXPECT_NE(plain_out[0].grad_fn(), out[0].grad_fn());
 }
 
-PolicyShape tiny() {
-  auto s = preset_shape("tiny");
-  s.horizon = 6;
-  s.max_action_dim = 8;
-  s.max_prompt = 12;
-  return s;
-}
+PolicyShape tiny() { return test::tiny_pi05_shape(); }
 
 std::vector<PolicySample> make_samples(const PolicyShape& shape, int n) {
   at::manual_seed(11);

@@ -17,13 +17,7 @@
 namespace ember::model {
 namespace {
 
-PolicyShape tiny() {
-  auto s = preset_shape("tiny");
-  s.horizon = 6;
-  s.max_action_dim = 8;
-  s.max_prompt = 12;
-  return s;
-}
+PolicyShape tiny() { return test::tiny_pi05_shape(); }
 
 // samples with 1..3 cameras in varying slots, prompts of varying length, action dims 3..8
 std::vector<PolicySample> make_samples(const PolicyShape& shape, int n, uint64_t seed) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ember/model/policy_inputs.h"
+#include "ember/model/policy_shape.h"
 
 namespace ember::model::test {
 
@@ -18,6 +19,15 @@ inline std::vector<const PolicySample*> ptrs(const std::vector<PolicySample>& v)
   std::vector<const PolicySample*> p;
   for (const auto& s : v) p.push_back(&s);
   return p;
+}
+
+// pi05's tiny preset with a short chunk, few action columns and short prompts: fast CPU tests
+inline PolicyShape tiny_pi05_shape() {
+  auto s = preset_shape("tiny");
+  s.horizon = 6;
+  s.max_action_dim = 8;
+  s.max_prompt = 12;
+  return s;
 }
 
 // max |a - b| over max |b| (at least 1e-6)
