@@ -173,8 +173,12 @@ TEST(GrootPolicy, EmbodimentsAreGroupedNotPadded) {
   policy->loss(collate(only0, shape.base, AttentionBackend::kVarlen)).loss.backward();
   for (const auto& p : policy->named_parameters()) {
     const bool other_head = p.key().rfind("heads.1.", 0) == 0 || p.key().rfind("heads.2.", 0) == 0;
-    if (other_head) EXPECT_FALSE(p.value().grad().defined()) << p.key();
-    if (p.key().rfind("heads.0.", 0) == 0) EXPECT_TRUE(p.value().grad().defined()) << p.key();
+    if (other_head) {
+      EXPECT_FALSE(p.value().grad().defined()) << p.key();
+    }
+    if (p.key().rfind("heads.0.", 0) == 0) {
+      EXPECT_TRUE(p.value().grad().defined()) << p.key();
+    }
   }
   // inference: one sample alone gives the same chunk as inside the mixed batch
   auto all = policy->sample_actions(collate(ptrs(samples), shape.base, AttentionBackend::kVarlen), noise);
@@ -182,7 +186,9 @@ TEST(GrootPolicy, EmbodimentsAreGroupedNotPadded) {
   auto alone = policy->sample_actions(collate(one, shape.base, AttentionBackend::kVarlen), noise.narrow(0, 4, 1));
   EXPECT_LT(max_rel_err(alone[0], all[4]), 1e-4);
   const int a = shape.embodiments[size_t(samples[4].embodiment)].action_dim;
-  if (a < shape.base.max_action_dim) EXPECT_EQ(all[4].narrow(1, a, shape.base.max_action_dim - a).abs().max().item<double>(), 0.0);
+  if (a < shape.base.max_action_dim) {
+    EXPECT_EQ(all[4].narrow(1, a, shape.base.max_action_dim - a).abs().max().item<double>(), 0.0);
+  }
   // an embodiment the policy lacks is refused, naming the sample
   auto bad = samples;
   bad[1].embodiment = 7;
@@ -220,7 +226,9 @@ TEST(GrootPolicy, FrozenBackboneGetsNoGradientAndTheHeadLearns) {
     last = out.loss.item<double>();
   }
   for (const auto& p : policy->named_parameters())
-    if (is_backbone_param(p.key())) EXPECT_FALSE(p.value().grad().defined()) << p.key();
+    if (is_backbone_param(p.key())) {
+      EXPECT_FALSE(p.value().grad().defined()) << p.key();
+    }
   std::cout << "loss " << first << " -> " << last << "\n";
   EXPECT_LT(last, 0.75 * first);
 }
