@@ -56,16 +56,10 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
     : device_(model::resolve_device(device)) {
   const auto rename = rename_map.empty() ? std::map<std::string, std::string>{} : parse_rename_map(rename_map, "--rename_map");
   bundle_ = load_policy(checkpoint, device_, tokenizer_path.empty() ? std::nullopt : std::optional<std::string>(tokenizer_path));
-  auto& cameras = bundle_.spec.cameras;
-  for (const auto& [from, to] : rename) {
-    if (from != sim::kAgentviewKey && from != sim::kWristKey)
-      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "': the simulator's cameras are " +
-                                                   sim::kAgentviewKey + " and " + sim::kWristKey);
-    if (std::find(cameras.begin(), cameras.end(), to) == cameras.end())
-      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': " + checkpoint + " has no camera '" + to + "'");
-    bundle_.spec.camera_sources[to] = from;
-  }
-  for (const auto& cam : cameras)
+  bundle_.spec.set_camera_sources(
+      rename, [](const std::string& key) { return key == sim::kAgentviewKey || key == sim::kWristKey; },
+      std::string("the simulator (cameras ") + sim::kAgentviewKey + ", " + sim::kWristKey + ")");
+  for (const auto& cam : bundle_.spec.cameras)
     if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos &&
         !bundle_.spec.camera_sources.count(cam))
       throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy reads camera '" + cam +

@@ -61,16 +61,7 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
                               const std::map<std::string, std::string>& rename) {
   FeatureSpec spec = like;
   spec.fps = meta.info.fps;
-  spec.camera_sources.clear();
-  for (const auto& [from, to] : rename) {
-    if (std::find(spec.cameras.begin(), spec.cameras.end(), to) == spec.cameras.end())
-      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': the policy has no camera '" + to + "'");
-    if (!meta.info.find(from))
-      throw Error(ErrorKind::kInvalidArgument, "--rename_map: '" + from + "' -> '" + to + "': dataset " + meta.root + " has no feature '" + from + "'");
-    spec.camera_sources[to] = from;
-  }
-  if (int(spec.cameras.size()) > shape.max_cameras)
-    bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  spec.set_camera_sources(rename, [&](const std::string& key) { return meta.info.find(key) != nullptr; }, "dataset " + meta.root);
   for (const auto& cam : spec.cameras) {
     if (cam.find("empty_camera_") != std::string::npos || spec.camera_sources.count(cam)) continue;  // an empty slot (LeRobot's empty_cameras), a renamed one
     if (!meta.info.find(cam))
@@ -101,6 +92,18 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
     spec.stats[key] = it->second;
   }
   return spec;
+}
+
+void FeatureSpec::set_camera_sources(const std::map<std::string, std::string>& rename,
+                                     const std::function<bool(const std::string&)>& has_source, const std::string& sources) {
+  camera_sources.clear();
+  for (const auto& [from, to] : rename) {
+    const std::string entry = "--rename_map: '" + from + "' -> '" + to + "': ";
+    if (std::find(cameras.begin(), cameras.end(), to) == cameras.end())
+      throw Error(ErrorKind::kInvalidArgument, entry + "the policy has no camera '" + to + "'");
+    if (!has_source(from)) throw Error(ErrorKind::kInvalidArgument, entry + sources + " has no '" + from + "'");
+    camera_sources[to] = from;
+  }
 }
 
 nlohmann::json FeatureSpec::to_json() const {

@@ -9,6 +9,7 @@
 // imported from LeRobot decode them at their stored size and resize-with-pad as LeRobot does.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -42,6 +43,14 @@ struct FeatureSpec {
   // policy camera -> the dataset's key it reads (lerobot-train's --rename_map); a property of
   // the run, not of the policy: not saved
   std::map<std::string, std::string> camera_sources;
+
+  // Any of LeRobot's rules on (a policy imported from LeRobot, or trained from one).
+  bool follows_lerobot() const { return lerobot_state_bins || loss_on_padded_steps || lerobot_images; }
+  // Sets camera_sources from rename (source key -> the policy camera it fills). Throws
+  // kInvalidArgument naming --rename_map and the entry whose target is not one of `cameras` or
+  // whose source `has_source` refuses (`sources` says where sources come from, for the message).
+  void set_camera_sources(const std::map<std::string, std::string>& rename,
+                          const std::function<bool(const std::string&)>& has_source, const std::string& sources);
 
   nlohmann::json to_json() const;
   static FeatureSpec from_json(const nlohmann::json& j, const std::string& what);

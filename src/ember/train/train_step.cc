@@ -70,11 +70,13 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
   // the step's flow noise and times, drawn at once in sample order (as loss() would draw them for
   // one micro-batch): splitting the step into micro-batches (accumulation) does not change them
   at::Tensor noise, time;
-  if (!batch.micro.empty() && batch.samples > 0) {
+  int64_t samples = 0;
+  for (const auto& m : batch.micro) samples += m.samples;
+  if (!batch.micro.empty()) {
     const auto& a = batch.micro.front().actions;  // [n, H, max_action_dim]
     const auto opts = at::TensorOptions().device(device_).dtype(at::kFloat);
-    noise = at::randn({batch.samples, a.size(1), a.size(2)}, opts);
-    time = policy->flow_time(at::rand({batch.samples}, opts));
+    noise = at::randn({samples, a.size(1), a.size(2)}, opts);
+    time = policy->flow_time(at::rand({samples}, opts));
   }
   int64_t first = 0;  // the micro-batch's first sample in the step
   size_t micro_done = 0;
@@ -86,9 +88,7 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
       Bf16Autocast bf16_scope(autocast_, device_.type());
       if (mark) mark(StepPhase::kCopy);
       const int64_t n = micro.samples;
-      lo = noise.defined() && first + n <= noise.size(0)
-               ? policy->loss(micro, noise.narrow(0, first, n), time.narrow(0, first, n))
-               : policy->loss(micro);
+      lo = policy->loss(micro, noise.narrow(0, first, n), time.narrow(0, first, n));
       first += n;
       if (mark) mark(StepPhase::kForward);
       (lo.loss_sum / divisor).backward();

@@ -167,7 +167,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (imported) like = imported->spec;
   if (resume && fs::exists(*resume / "features.json")) {  // a run that started from --policy.path keeps LeRobot's rules
     auto saved = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
-    if (saved.lerobot_state_bins || saved.loss_on_padded_steps || saved.lerobot_images) like = saved;
+    if (saved.follows_lerobot()) like = saved;
   }
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config)) : model::feature_spec(meta, shape);
   if (groot) with_dataset_embodiment(*groot, spec, config.dataset.root, resume.has_value());
