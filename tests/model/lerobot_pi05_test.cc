@@ -18,6 +18,7 @@
 #include "ember/model/processor.h"
 #include "ember/model/prompt.h"
 #include "ember/model/weights.h"
+#include "model/lerobot_reference.h"
 #include "test_util.h"
 
 namespace ember::model {
@@ -27,59 +28,17 @@ namespace fs = std::filesystem;
 const fs::path kFixture = fs::path(EMBER_TEST_DATA) / "lerobot_pi05_tiny";
 constexpr double kRtol = 1e-4;  // issue 21: fp32 on CPU
 
-struct Reference {
-  TensorMap t;
-  nlohmann::json meta;
-};
-const Reference& reference() {
-  static const Reference r = [] {
-    Reference r;
-    std::map<std::string, std::string> md;
-    r.t = load_tensors((kFixture / "reference.safetensors").string(), &md);
-    r.meta = nlohmann::json::parse(md.at("reference"));
-    return r;
-  }();
+const test::LeRobotReference& reference() {
+  static const test::LeRobotReference r(kFixture);
   return r;
 }
-const at::Tensor& ref(const std::string& name) { return reference().t.at(name); }
-
-// max |a - b| / max |b|, as lerobot_pi05_reference.py --verify reports it
-double rel(const at::Tensor& a, const at::Tensor& b) {
-  auto d = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-  return d / std::max(b.to(at::kDouble).abs().max().item<double>(), 1e-12);
-}
+const at::Tensor& ref(const std::string& name) { return reference()(name); }
+double rel(const at::Tensor& a, const at::Tensor& b) { return test::lerobot_rel(a, b); }
+std::vector<PolicySample> reference_samples() { return reference().samples(); }
 
 Pi05Policy imported_policy(const LeRobotImport& im) {
   at::set_num_threads(1);
-  Pi05Policy p(im.shape);
-  NamedTensors params;
-  for (const auto& q : p->named_parameters()) params.emplace_back(q.key(), q.value());
-  load_into(params, im.params, "fixture");
-  p->eval();
-  return p;
-}
-
-// The reference's batch as ember's samples: the images PI05Pytorch saw (present cameras only),
-// the real prompt tokens, the normalised action chunk.
-std::vector<PolicySample> reference_samples() {
-  const auto& images = ref("model.images");  // [slots, B, 3, S, S]
-  const auto& masks = ref("model.image_masks");
-  const auto& tokens = ref("tokens");
-  const auto& tmask = ref("token_mask");
-  const auto& actions = ref("actions");
-  std::vector<PolicySample> out(size_t(tokens.size(0)));
-  for (int64_t i = 0; i < tokens.size(0); ++i) {
-    auto& s = out[size_t(i)];
-    for (int64_t slot = 0; slot < images.size(0); ++slot) {
-      if (!masks[slot][i].item<bool>()) continue;
-      s.images.push_back(images[slot][i].contiguous());
-      s.camera_slots.push_back(int(slot));
-    }
-    const int64_t n = tmask[i].sum().item<int64_t>();
-    for (int64_t j = 0; j < n; ++j) s.prompt.push_back(int(tokens[i][j].item<int64_t>()));
-    s.actions = actions[i].contiguous();
-  }
-  return out;
+  return test::imported_policy(im);
 }
 
 PolicyInputs reference_inputs(const PolicyShape& shape, AttentionBackend backend, std::vector<PolicySample>& samples) {
@@ -270,7 +229,7 @@ TEST(LeRobotPi05, ImportedLossCountsPaddedSteps) {
 // weights kept), a config LeRobot reads; the re-import gives the same parameters and outputs bit
 // for bit.
 TEST(LeRobotPi05, ExportRoundTripsBitForBit) {
-  test::TempDir tmp("lerobot_export");
+  ::ember::test::TempDir tmp("lerobot_export");
   auto im = import_lerobot_pi05(kFixture);
   const fs::path out = fs::path(tmp.path()) / "out";
   write_lerobot_pi05(out, im.shape, im.spec, im.params, im.kept, im.config);
@@ -316,7 +275,7 @@ TEST(LeRobotPi05, ExportRoundTripsBitForBit) {
 
 // A from-scratch ember shape LeRobot cannot build (2 query heads) is refused, naming why.
 TEST(LeRobotPi05, ExportRefusesShapesLeRobotCannotBuild) {
-  test::TempDir tmp("lerobot_export_bad");
+  ::ember::test::TempDir tmp("lerobot_export_bad");
   auto shape = preset_shape("tiny");
   Pi05Policy p(shape);
   TensorMap params;
@@ -333,7 +292,7 @@ TEST(LeRobotPi05, ExportRefusesShapesLeRobotCannotBuild) {
 
 // openpi's layout: no "model." prefix, lm_head the only copy of the embedding, its own config.
 TEST(LeRobotPi05, ReadsOpenpisPytorchLayout) {
-  test::TempDir tmp("openpi");
+  ::ember::test::TempDir tmp("openpi");
   const fs::path dir = tmp.path();
   auto sd = load_tensors((kFixture / "model.safetensors").string());
   NamedTensors openpi;
@@ -368,7 +327,7 @@ TEST(LeRobotPi05, ReadsOpenpisPytorchLayout) {
 // bad input: one line naming the file and the field or tensor, a user error
 
 // A copy of the fixture with `edit` applied to its config and `tensors` to its weights.
-fs::path broken_copy(const test::TempDir& tmp, const std::function<void(nlohmann::ordered_json&)>& edit,
+fs::path broken_copy(const ::ember::test::TempDir& tmp, const std::function<void(nlohmann::ordered_json&)>& edit,
                      const std::function<void(TensorMap&)>& tensors = nullptr) {
   const fs::path dir = fs::path(tmp.path()) / "policy";
   fs::create_directories(dir);
@@ -401,25 +360,25 @@ void expect_refused(const fs::path& dir, const std::vector<std::string>& words) 
 TEST(LeRobotPi05, RefusesMissingUnexpectedAndMisshapedTensors) {
   const std::string q = "model.paligemma_with_expert.gemma_expert.model.layers.1.self_attn.q_proj.weight";
   {
-    test::TempDir tmp("lr_missing");
+    ::ember::test::TempDir tmp("lr_missing");
     expect_refused(broken_copy(tmp, nullptr, [&](TensorMap& sd) { sd.erase(q); }), {"model.safetensors", q, "missing"});
   }
   {
-    test::TempDir tmp("lr_unexpected");
+    ::ember::test::TempDir tmp("lr_unexpected");
     expect_refused(broken_copy(tmp, nullptr, [&](TensorMap& sd) { sd["model.extra.weight"] = at::zeros({2}); }),
                    {"model.safetensors", "model.extra.weight", "unexpected"});
   }
   {
-    test::TempDir tmp("lr_shape");
+    ::ember::test::TempDir tmp("lr_shape");
     expect_refused(broken_copy(tmp, nullptr, [&](TensorMap& sd) { sd[q] = at::zeros({128, 47}); }), {"model.safetensors", q, "shape"});
   }
   {
-    test::TempDir tmp("lr_pi0");
+    ::ember::test::TempDir tmp("lr_pi0");
     const std::string n = "model.paligemma_with_expert.gemma_expert.model.layers.0.input_layernorm.weight";
     expect_refused(broken_copy(tmp, nullptr, [&](TensorMap& sd) { sd[n] = at::zeros({48}); }), {"model.safetensors", "pi0"});
   }
   {  // without the "model." prefix it is the same policy
-    test::TempDir tmp("lr_prefix");
+    ::ember::test::TempDir tmp("lr_prefix");
     auto dir = broken_copy(tmp, nullptr, [](TensorMap& sd) {
       TensorMap bare;
       for (auto& [k, t] : sd) bare[k.substr(6)] = t;
@@ -448,10 +407,10 @@ TEST(LeRobotPi05, RefusesConfigValuesEmberDoesNotImplement) {
       {[](J& c) { c["type"] = "pi0"; }, "pi0"},
   };
   for (const auto& [edit, word] : cases) {
-    test::TempDir tmp("lr_config");
+    ::ember::test::TempDir tmp("lr_config");
     expect_refused(broken_copy(tmp, edit), {"config.json", word});
   }
-  test::TempDir tmp("lr_orbax");
+  ::ember::test::TempDir tmp("lr_orbax");
   fs::create_directories(fs::path(tmp.path()) / "params");
   expect_refused(tmp.path(), {"JAX/orbax"});
 }

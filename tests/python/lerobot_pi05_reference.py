@@ -29,6 +29,10 @@ OUT_DIR then holds
                                          a JSON object whose "contents" lists them
 
 Other modes:
+  --full-size [--device cuda]
+                    pi0.5's real shapes (random weights rounded to bf16 values, no download), the
+                    outputs in float32 and after LeRobot's bf16 cast, for the GPU parity test
+                    (tests/model/lerobot_pi05_gpu_test.cc; bench/lerobot_parity_h200.sh runs both).
   --describe FILE   also write a JSON inventory: every state_dict key with shape and dtype for the
                     shrunken model (fp32 and bf16) and for pi0.5's real shapes (meta device, no
                     3B allocation), config.json, and the processor files.
@@ -82,6 +86,11 @@ CONFIG = {
     "dtype": "float32",
     "device": "cpu",
 }
+# --full-size: pi0.5's real shapes (PI05Config's defaults: gemma_2b + gemma_300m, 224 px, 32
+# dims, 200 tokens, chunk 50), on the GPU; one prompt full, one short
+FULL_CONFIG = dict(CONFIG, image_resolution=(224, 224), chunk_size=50, n_action_steps=50, max_state_dim=32,
+                   max_action_dim=32, tokenizer_max_length=200, device="cuda")
+FULL_PROMPT_LENS = [200, 57]
 BATCH = 2
 PROMPT_LENS = [12, 7]  # real tokens per sample (bos included), the rest right padding
 TIME = [0.25, 0.8125]
@@ -189,43 +198,46 @@ def stub_tokenizer():
         tp.AutoTokenizer = real
 
 
-def features():
+def features(image: int = IMAGE):
     from lerobot.configs import FeatureType, PolicyFeature
 
-    inputs = {cam: PolicyFeature(type=FeatureType.VISUAL, shape=(3, IMAGE, IMAGE)) for cam in CAMERAS}
+    inputs = {cam: PolicyFeature(type=FeatureType.VISUAL, shape=(3, image, image)) for cam in CAMERAS}
     inputs["observation.state"] = PolicyFeature(type=FeatureType.STATE, shape=(STATE_DIM,))
     outputs = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(ACTION_DIM,))}
     return inputs, outputs
 
 
-def make_config(**over):
+def make_config(cfg: dict = CONFIG, **over):
     from lerobot.policies.pi05.configuration_pi05 import PI05Config
 
-    inputs, outputs = features()
-    kw = dict(CONFIG)
+    inputs, outputs = features(cfg["image_resolution"][0])
+    kw = dict(cfg)
     kw.update(over)
     return PI05Config(input_features=inputs, output_features=outputs, **kw)
 
 
-def build_policy(spec=SHRINK, **over):
+def build_policy(spec=SHRINK, cfg: dict = CONFIG, bf16_values: bool = False, **over):
+    """PI05Policy with random weights: shrunk to `spec`, or pi0.5's real shapes when spec is None.
+    bf16_values: every weight rounded to a bf16 value, so that the fp32 model and its bf16 cast
+    (LeRobot's dtype=bfloat16) hold the same weights and a bf16 save loses nothing."""
     import torch
     from lerobot.policies.pi05.modeling_pi05 import PI05Policy
 
     torch.manual_seed(SEED)
-    with shrunk(spec):
-        policy = PI05Policy(make_config(**over))
+    with shrunk(spec) if spec is not None else contextlib.nullcontext():
+        policy = PI05Policy(make_config(cfg, **over))
     # LeRobot initialises the adaRMS modulations' weights to zero (pi_gemma.py PiGemmaRMSNorm),
     # which would hide the conditioning path from a parity test, and the Gemma RMSNorm weights
     # to 0 (scale 1 + 0), which would hide a wrong 1 + w convention.
-    # Give every parameter a random value instead (same seed, deterministic order).
-    gen = torch.Generator().manual_seed(SEED + 1)
+    # Give every parameter a random value instead (same seed, deterministic order), drawn where
+    # the policy lives (pi0.5's 3.6e9 values on the GPU).
+    device = next(policy.parameters()).device
+    gen = torch.Generator(device).manual_seed(SEED + 1)
     with torch.no_grad():
         for name, p in policy.named_parameters():
-            if p.dim() >= 2:
-                fan_in = p[0].numel()
-                p.copy_(torch.randn(p.shape, generator=gen) / fan_in**0.5)
-            else:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+            r = torch.randn(p.shape, generator=gen, device=device)
+            r = r / p[0].numel() ** 0.5 if p.dim() >= 2 else r * 0.1
+            p.copy_(r.bfloat16() if bf16_values else r)
     policy.eval()
     return policy
 
@@ -234,18 +246,19 @@ def build_policy(spec=SHRINK, **over):
 # inputs
 
 
-def make_inputs(vocab: int):
+def make_inputs(vocab: int, cfg: dict = CONFIG, prompt_lens=PROMPT_LENS):
     import torch
 
     g = torch.Generator().manual_seed(SEED + 2)
-    h, a = CONFIG["chunk_size"], CONFIG["max_action_dim"]
-    lt = CONFIG["tokenizer_max_length"]
+    h, a = cfg["chunk_size"], cfg["max_action_dim"]
+    lt = cfg["tokenizer_max_length"]
+    image = cfg["image_resolution"][0]
     x = {}
     for cam in CAMERAS:
-        x[f"images.{cam}"] = torch.rand(BATCH, 3, IMAGE, IMAGE, generator=g)
+        x[f"images.{cam}"] = torch.rand(BATCH, 3, image, image, generator=g)
     tokens = torch.full((BATCH, lt), PAD, dtype=torch.long)
     mask = torch.zeros(BATCH, lt, dtype=torch.bool)
-    for i, n in enumerate(PROMPT_LENS):
+    for i, n in enumerate(prompt_lens):
         tokens[i, 0] = BOS
         tokens[i, 1:n] = torch.randint(3, vocab, (n - 1,), generator=g)
         mask[i, :n] = True
@@ -343,7 +356,7 @@ def model_outputs(policy, x):
         captured.clear()
         hook = model.action_out_proj.register_forward_hook(lambda mod, inp, o: captured.append(o.detach().clone()))
         model.forward(images, img_masks, x["tokens"], x["token_mask"], actions, x["sample_noise"],
-                      torch.ones(BATCH))
+                      torch.ones_like(x["time"]))
         hook.remove()
     out["check.velocity_t1_cached"] = v_cached
     out["check.velocity_t1_joint"] = captured[-1]
@@ -469,6 +482,68 @@ def build(out_dir: Path) -> dict:
               metadata={"skipped": json.dumps(skipped)})
     (out_dir / "ember_policy.json").write_text(json.dumps(ember_shape_json(SHRINK), indent=2) + "\n")
     return {"tensors": tensors, "prompts": prompts, "check": check}
+
+
+# ----------------------------------------------------------------------------------------------
+# --full-size
+
+
+MODEL_OUTPUTS = ("loss", "loss.per_sample", "loss.per_element", "velocity", "sample_actions",
+                 "check.velocity_t1_cached", "check.velocity_t1_joint")
+
+
+def max_rel(a, b) -> float:
+    a, b = a.double(), b.double()
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item()
+
+
+def full_size(out_dir: Path, device: str = "cuda", spec: dict | None = None) -> dict:
+    """pi0.5 at its real shapes (or at `spec`, for a quick check on the CPU) with random weights
+    rounded to bf16 values: LeRobot's outputs in float32 (TF32 off) and again after LeRobot's own
+    bf16 cast (PaliGemmaWithExpertModel.to_bfloat16_for_selected_params, what dtype=bfloat16
+    does), written as a LeRobot policy directory with reference.safetensors ("bf16." prefixes the
+    bf16 outputs). The bf16 model is what is saved: its values are the fp32 model's."""
+    import torch
+    from lerobot.policies.pi05.processor_pi05 import make_pi05_pre_post_processors
+    from safetensors.torch import save_file
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = dict(FULL_CONFIG, device=device)
+    if spec is not None:
+        cfg.update(CONFIG, device=device)
+    policy = build_policy(spec, cfg, bf16_values=True)
+    vocab = policy.model.paligemma_with_expert.paligemma.model.language_model.embed_tokens.weight.shape[0]
+    x = make_inputs(vocab, cfg, FULL_PROMPT_LENS if spec is None else PROMPT_LENS)
+    on = {k: v.to(device) for k, v in x.items()}
+    fp32 = model_outputs(policy, on)
+    policy.model.paligemma_with_expert.to_bfloat16_for_selected_params("bfloat16")
+    bf16 = {k: v for k, v in model_outputs(policy, on).items() if k in MODEL_OUTPUTS}
+    policy.save_pretrained(out_dir)
+    with stub_tokenizer():
+        pre, post = make_pi05_pre_post_processors(policy.config, dataset_stats=dataset_stats())
+    pre.save_pretrained(out_dir)
+    post.save_pretrained(out_dir)
+    if spec is not None:
+        (out_dir / "ember_shrink.json").write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
+    tensors = {**x, **fp32, **{"bf16." + k: v for k, v in bf16.items()}}
+    tensors = {k: v.detach().cpu().contiguous() for k, v in tensors.items()}
+    bf16_vs_fp32 = {k: max_rel(bf16[k], fp32[k]) for k in MODEL_OUTPUTS}
+    contents = {k: v for k, v in CONTENTS.items() if not k.startswith(("processor.", "resize."))}
+    contents["bf16.<output>"] = "the same output after LeRobot's bf16 cast of the model"
+    meta = {
+        "contents": contents,
+        "versions": versions(),
+        "shrink": spec,
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+        "cameras": CAMERAS,
+        "seed": SEED,
+        "device": torch.cuda.get_device_name() if device.startswith("cuda") else device,
+        "lerobot_bf16_vs_fp32": bf16_vs_fp32,
+    }
+    save_file(tensors, str(out_dir / "reference.safetensors"), metadata={"reference": json.dumps(meta, sort_keys=True)})
+    return {"fp32": fp32, "bf16_vs_fp32": bf16_vs_fp32}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -647,6 +722,9 @@ def main() -> int:
     ap.add_argument("--verify", type=Path, help="a LeRobot policy directory to check against the reference")
     ap.add_argument("--inputs", type=Path, help="with --verify: the reference file (default DIR/reference.safetensors)")
     ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--full-size", action="store_true",
+                    help="pi0.5's real shapes on --device, fp32 and bf16 outputs (see full_size)")
+    ap.add_argument("--device", default="cuda", help="with --full-size (default cuda)")
     args = ap.parse_args()
     import_lerobot()
     import torch
@@ -658,6 +736,14 @@ def main() -> int:
         return verify(args.verify, args.inputs or args.verify / "reference.safetensors", args.rtol)
     if args.out_dir is None:
         ap.error("out_dir is required")
+    if args.full_size:
+        torch.set_num_threads(os.cpu_count() or 1)
+        torch.use_deterministic_algorithms(False)
+        res = full_size(args.out_dir, args.device)
+        print(f"wrote {args.out_dir}: loss {res['fp32']['loss'].item():.6f} (float32)")
+        for k, v in res["bf16_vs_fp32"].items():
+            print(f"LeRobot bf16 against float32: {k:26s} max |diff| / max |ref| = {v:.3e}")
+        return 0
     res = build(args.out_dir)
     t = res["tensors"]
     print(f"wrote {args.out_dir}: loss {t['loss'].item():.6f}, {len(t)} tensors in reference.safetensors")

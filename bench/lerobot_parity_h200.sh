@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# ember's pi0.5 against LeRobot 0.6.1's own PI05Policy at pi0.5's real shapes on one GPU
+# (issue 21): LeRobot writes a policy directory with random weights and its float32 and bf16
+# outputs (tests/python/lerobot_pi05_reference.py --full-size), while ember builds; then
+# lerobot_pi05_gpu_test imports that directory and compares ember's loss and sample_actions in
+# both attention layouts, float32 and both bf16 modes.
+#
+#   bash bench/lerobot_parity_h200.sh
+#
+# Needs: a GPU machine whose python3 holds torch 2.11 and transformers 5 (the project's H200
+# image), and LeRobot 0.6.1 with the pure-Python packages that image lacks, carried as wheels in
+# .whl/ (device tool carry [".deps", ".whl"]), made on the development machine with
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 -d .whl lerobot==0.6.1 draccus mergedeep gymnasium farama-notifications toml \
+#     transformers==5.5.4 huggingface_hub==1.33.0 tokenizers==0.22.2 safetensors==0.8.0
+# Device-time cost: about 5 minutes on nvidia-h200 (the build, ~3.6e9 random weights drawn and
+# 7 GB written by LeRobot, two ember runs of each layout).
+# Writes reference.log, build logs and lerobot_pi05_gpu_test.log under $OUT.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${OUT:-/tmp/ember-out}"
+ref="${REF_DIR:-/tmp/lerobot-pi05-full}"
+mkdir -p "$out"
+cd "$root"
+ls .whl/lerobot-0.6.1-*.whl >/dev/null 2>&1 || { echo "error: .whl/lerobot-0.6.1-*.whl missing (see this script's header)" >&2; exit 2; }
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/lerobot-site .whl/*.whl || exit 2
+# LeRobot 0.6.1 needs transformers >= 5.4, < 5.6 (its pi extra): fail here, before the build
+PYTHONPATH=/tmp/lerobot-site python3 -c "import transformers, lerobot; from lerobot.policies.pi05 import modeling_pi05; \
+from transformers.masking_utils import create_causal_mask; import inspect; \
+assert 'cache_position' in inspect.signature(create_causal_mask).parameters, transformers.__version__; \
+print('lerobot', lerobot.__version__, 'transformers', transformers.__version__)" || exit 2
+(PYTHONPATH=/tmp/lerobot-site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
+   python3 tests/python/lerobot_pi05_reference.py --full-size "$ref" >"$out/reference.log" 2>&1
+ echo $? >"$out/reference.rc") &
+bash bench/gpu_build.sh lerobot_pi05_gpu_test >"$out/gpu_build.out" 2>&1
+build_rc=$?
+wait
+echo "reference: exit $(cat "$out/reference.rc")"; tail -n 12 "$out/reference.log"
+((build_rc == 0)) || { echo "error: the build failed, see $out/build.log" >&2; exit 1; }
+grep -q '^skipped' "$out/reference.log" && { echo "error: LeRobot did not run (reference.log)" >&2; exit 1; }
+EMBER_LEROBOT_FULL_SIZE="$ref" build-gpu/bin/lerobot_pi05_gpu_test 2>&1 | tee "$out/lerobot_pi05_gpu_test.log"
