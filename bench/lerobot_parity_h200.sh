@@ -15,6 +15,10 @@
 #     transformers==5.5.4 huggingface_hub==1.33.0 tokenizers==0.22.2 safetensors==0.8.0
 # Device-time cost: about 5 minutes on nvidia-h200 (the build, ~3.6e9 random weights drawn and
 # 7 GB written by LeRobot, two ember runs of each layout).
+# TRAIN=1 then fine-tunes from that directory on LIBERO-like data (`ember train --policy.path`,
+# bf16 parameters, batch 16, STEPS=60) beside the same run from random initialisation
+# (--policy.preset=pi05), metrics under $OUT as import.jsonl and random.jsonl: the import should
+# change nothing on the hot path. PARITY=0 skips the parity test. About 2 more minutes.
 # Writes reference.log, build logs and lerobot_pi05_gpu_test.log under $OUT.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,10 +36,29 @@ print('lerobot', lerobot.__version__, 'transformers', transformers.__version__)"
 (PYTHONPATH=/tmp/lerobot-site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
    python3 tests/python/lerobot_pi05_reference.py --full-size "$ref" >"$out/reference.log" 2>&1
  echo $? >"$out/reference.rc") &
-bash bench/gpu_build.sh lerobot_pi05_gpu_test >"$out/gpu_build.out" 2>&1
+targets=(lerobot_pi05_gpu_test)
+[[ "${TRAIN:-0}" == 1 ]] && targets+=(ember libero_like_tool)
+bash bench/gpu_build.sh "${targets[@]}" >"$out/gpu_build.out" 2>&1
 build_rc=$?
 wait
 echo "reference: exit $(cat "$out/reference.rc")"; tail -n 12 "$out/reference.log"
 ((build_rc == 0)) || { echo "error: the build failed, see $out/build.log" >&2; exit 1; }
 grep -q '^skipped' "$out/reference.log" && { echo "error: LeRobot did not run (reference.log)" >&2; exit 1; }
-EMBER_LEROBOT_FULL_SIZE="$ref" build-gpu/bin/lerobot_pi05_gpu_test 2>&1 | tee "$out/lerobot_pi05_gpu_test.log"
+[[ "${PARITY:-1}" == 1 ]] && EMBER_LEROBOT_FULL_SIZE="$ref" build-gpu/bin/lerobot_pi05_gpu_test 2>&1 | tee "$out/lerobot_pi05_gpu_test.log"
+[[ "${TRAIN:-0}" == 1 ]] || exit 0
+bin=build-gpu/bin data=/tmp/lerobot-parity-data
+rm -rf "$data" /tmp/lerobot-parity-tok /tmp/lerobot-parity-import /tmp/lerobot-parity-random
+"$bin/libero_like_tool" "$data" --episodes 40 --frames 50 >"$out/train.log" 2>&1 || exit 1
+# a tokenizer for the imported policy (no PaliGemma model here): the one a 1-step tiny run trains
+"$bin/ember" train --dataset.root="$data" --output_dir=/tmp/lerobot-parity-tok --policy.preset=tiny --device=cpu \
+  --steps=1 --batch_size=2 >>"$out/train.log" 2>&1 || exit 1
+tok="$(find /tmp/lerobot-parity-tok -name tokenizer.model | head -n 1)"
+common=(--dataset.root="$data" --policy.param_dtype=bf16 --device=cuda --steps="${STEPS:-60}" --batch_size=16
+        --log_freq=10 --seed=0 --save_checkpoint=false)
+"$bin/ember" train "${common[@]}" --output_dir=/tmp/lerobot-parity-import --policy.path="$ref" --policy.tokenizer_path="$tok" \
+  --rename_map='{"observation.images.image": "observation.images.base", "observation.images.wrist_image": "observation.images.wrist"}' \
+  >>"$out/train.log" 2>&1
+cp /tmp/lerobot-parity-import/metrics.jsonl "$out/import.jsonl"
+"$bin/ember" train "${common[@]}" --output_dir=/tmp/lerobot-parity-random --policy.preset=pi05 >>"$out/train.log" 2>&1
+cp /tmp/lerobot-parity-random/metrics.jsonl "$out/random.jsonl"
+tail -n 2 "$out/import.jsonl" "$out/random.jsonl"
