@@ -19,8 +19,10 @@
 # Files under $OUT (at most 8 come back): configure.log, build.log, run.log (device, tests, run
 # times, errors), fp8_linear.jsonl, policy_fp8.jsonl, trace_summary.txt; quality_bf16.jsonl and
 # quality_fp8.jsonl (MODE=quality).
-# Device-time cost: see bench/results/fp8_h200_2026-12-01c.md (the earlier rounds: 321 s of command,
-# build 85 s, on a fresh nvidia-h200).
+# Device-time cost (2026-12-01, bench/results/fp8_h200_2026-12-01c.md): MODE=figures with
+# DEADLINE_S=250 took 241 s of command (build 100 s, tests 4 s, fp8_linear 2 s, the first POLICY_RUNS
+# entry 123 s; the deadline stopped the other two) and ~270 s of device time on a fresh
+# nvidia-h200; `ember train` runs ~7.1 steps/s at batch 8 after ~20 s of start-up per arm.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${OUT:-/tmp/ember-out}"
@@ -30,8 +32,19 @@ log="$out/run.log"
 mkdir -p "$out"
 left() { echo $((deadline - (SECONDS - start))); }
 stamp() { echo "$* at $((SECONDS - start)) s" | tee -a "$log"; }
-bash "$root/bench/gpu_build.sh" ember fp8_linear_gpu_test libero_like_tool || exit 1
-bin="$root/build-gpu/bin"
+# the build lives outside the tree, so that a second call on the same (warm) machine finds it even
+# when the tree is carried again (a carried folder replaces the one there, build-gpu/ included);
+# MODE=quality then skips the build when the sources are those it was built from (REBUILD=1: always)
+export BUILD_DIR="${BUILD_DIR:-/tmp/ember-build-fp8}"
+bin="$BUILD_DIR/bin"
+sources="$(cd "$root" && find src CMakeLists.txt cmake -type f | sort | xargs cat | sha1sum | cut -d' ' -f1)"
+if [[ "${MODE:-figures}" == quality && "${REBUILD:-0}" != 1 && -x "$bin/ember" && -x "$bin/libero_like_tool" &&
+      "$(cat "$BUILD_DIR/fp8_sources.sha1" 2>/dev/null)" == "$sources" ]]; then
+  echo "fp8_h200.sh: the build of these sources is there: not rebuilt" | tee -a "$log"
+else
+  bash "$root/bench/gpu_build.sh" ember fp8_linear_gpu_test libero_like_tool || exit 1
+  echo "$sources" >"$BUILD_DIR/fp8_sources.sha1"
+fi
 ember="$bin/ember"
 data=/tmp/fp8_libero_like
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee -a "$log"
