@@ -7,8 +7,10 @@ Prints, per step when --steps is given (the timed steps the trace holds):
   - the traced window's wall time;
   - GPU busy time (the union of kernel and memcpy/memset intervals) and the idle fraction: a
     high idle fraction on a GPU run means the host does not keep the GPU fed (launch-bound);
-  - GPU time by kind of kernel (matmul, attention, optimizer, copy/cast, norm, reduction,
-    elementwise, communication, other), by name patterns;
+  - GPU time by kind of kernel (fp8 quantisation, matmul, attention, optimizer, copy/cast, norm,
+    reduction, elementwise, communication, other), by name patterns;
+  - a step with FP8 layers (`--fp8`) in parts: the quantisation kernels, the FP8 products (launched
+    by aten::_scaled_mm), the other products and the rest;
   - the K GPU kernels with the most total time (name, calls, ms), and their share of busy time;
   - GPU time by the operator that launched it (kernels linked to CPU operators by the trace's
     "External id"): the launching operator and its nearest callers that are not casts, copies
@@ -64,6 +66,7 @@ def union_length(intervals):
 
 # Kinds of GPU work, by kernel name (first match wins; case-insensitive).
 KINDS = [
+    ("fp8 quantisation", ("quantize_kernel",)),
     ("communication", ("nccl",)),
     ("attention", ("flash", "fmha", "attention", "efficient_attention")),
     ("matmul", ("nvjet", "gemm", "cutlass", "xmma", "cublas", "sm90_", "sm80_", "conv")),
@@ -175,6 +178,29 @@ def by_launcher(events, gpu, depth=2):
         entry[0] += 1
         entry[1] += k["dur"]
     return out
+
+
+def fp8_parts(events, gpu):
+    """A step with FP8 layers in parts (kernel time, us): the quantisation kernels, the FP8
+    products (kernels launched by aten::_scaled_mm), the other matrix products and the rest.
+    Empty when the trace holds neither FP8 part."""
+    path_of = launcher_paths(events, depth=0)
+    parts = collections.defaultdict(lambda: [0, 0.0])
+    for k in gpu:
+        name = k.get("name", "")
+        if kind_of(name) == "fp8 quantisation":
+            part = "fp8 quantisation"
+        elif path_of(k).startswith("aten::_scaled_mm"):
+            part = "fp8 products"
+        elif kind_of(name) == "matmul":
+            part = "other products"
+        else:
+            part = "rest"
+        parts[part][0] += 1
+        parts[part][1] += k["dur"]
+    if "fp8 quantisation" not in parts and "fp8 products" not in parts:
+        return {}
+    return parts
 
 
 def matmul_shapes(events, gpu):
@@ -349,6 +375,12 @@ def summarise(events, steps, top):
             {"name": name[:120], "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
             for name, (c, d) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:top]
         ]
+        parts = fp8_parts(events, gpu)
+        if parts:
+            out["fp8_parts"] = [
+                {"part": part, "calls": c * per, "ms": d / 1e3 * per, "share_of_busy": d / max(busy, 1e-9)}
+                for part, (c, d) in sorted(parts.items(), key=lambda kv: -kv[1][1])
+            ]
         launchers = by_launcher(events, gpu)
         out["top_launchers"] = [
             {"kind": kind, "launcher": path[:160], "calls": c * per, "ms": d / 1e3 * per}
@@ -438,6 +470,10 @@ def main():
         print("top GPU kernels:")
         for k in s["top_kernels"]:
             print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['name']}")
+    if s.get("fp8_parts"):
+        print("the FP8 step in parts (kernel time):")
+        for k in s["fp8_parts"]:
+            print(f"  {k['ms']:9.3f} ms {100 * k['share_of_busy']:5.1f}% {k['calls']:8.1f}x  {k['part']}")
     if "host_lead_us" in s:
         q = s["host_lead_us"]
         print(f"host lead (kernel start - its launch call): p10 {q['p10']:.0f} us, p50 {q['p50']:.0f} us, "

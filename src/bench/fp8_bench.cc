@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "ember/core/error.h"
 #include "ember/model/device.h"
@@ -41,6 +43,14 @@ std::vector<LayerShape> layer_shapes(const model::PolicyShape& s, int64_t batch)
   return out;
 }
 
+// what an operand's quantisation writes
+int64_t bytes_of(const model::Fp8Tensor& t) {
+  int64_t n = 0;
+  for (const auto* p : {&t.q, &t.scale, &t.qt, &t.scale_t})
+    if (p->defined()) n += p->nbytes();
+  return n;
+}
+
 // mean seconds of fn over repeats, after warmup calls
 double time_it(const at::Device& device, int warmup, int repeats, const std::function<void()>& fn) {
   for (int i = 0; i < warmup; ++i) fn();
@@ -53,8 +63,9 @@ double time_it(const at::Device& device, int warmup, int repeats, const std::fun
 
 // The language backbone's gated MLP as a whole: bf16 (three at::linear and gelu_tanh_mul) against
 // the fused FP8 function (fp8_mlp.h), and the FP8 function's parts alone: its four activation
-// quantisations (x, h from gate|up, dy, [dg | du] from dh), the weights' (once per step) and its
-// six products on ready operands.
+// quantisations (x, h from gate|up, dy, [dg | du] from dh) and the weights' (once per step), each
+// alone with the bytes it moves, with each quantisation kernel (kernels/fp8_quant.h), and its six
+// products on ready operands.
 nlohmann::ordered_json mlp_line(const std::string& preset, const model::TowerShape& t, int64_t tokens,
                                 const at::Device& device, int warmup, int repeats) {
   const auto bf16 = at::TensorOptions().device(device).dtype(at::kBFloat16);
@@ -74,31 +85,17 @@ nlohmann::ordered_json mlp_line(const std::string& preset, const model::TowerSha
   const double bf16_s = time_it(device, warmup, repeats, [&] {
     at::linear(model::gelu_tanh_mul(at::linear(x, gate), at::linear(x, up)), down).backward(dy);
   });
-  model::Fp8MlpCache cache;
-  const double fp8_s = time_it(device, warmup, repeats, [&] {
-    model::fp8_weights_updated();
-    model::fp8_gated_mlp(x, gate, up, down, cache).backward(dy);
-  });
-  at::NoGradGuard no_grad;
+  at::NoGradGuard no_grad_setup;
   // the operands as the function makes them
   auto xq = model::fp8_quantize_rows(x, true), dyq = model::fp8_quantize_rows(dy, true);
-  auto wgu = model::fp8_quantize_blocks(at::cat({gate, up})), wd = model::fp8_quantize_blocks(down);
+  const auto gate_up = at::cat({gate, up});
+  auto wgu = model::fp8_quantize_blocks(gate_up), wd = model::fp8_quantize_blocks(down);
   auto mm = [](const at::Tensor& a, const at::Tensor& sa, const at::Tensor& b, const at::Tensor& sb) {
     return model::fp8_scaled_mm(a, sa, b, sb, at::kBFloat16);
   };
   auto gu = mm(xq.q, xq.scale.t(), wgu.q.t(), wgu.scale.t());
   auto dh = mm(dyq.q, dyq.scale.t(), wd.qt.t(), wd.scale_t.t());
   auto hq = model::fp8_quantize_gelu_mul(gu), dgu = model::fp8_quantize_gelu_mul_backward(dh, gu);
-  const double quant_s = time_it(device, warmup, repeats, [&] {
-    model::fp8_quantize_rows(x, true);
-    model::fp8_quantize_gelu_mul(gu);
-    model::fp8_quantize_rows(dy, true);
-    model::fp8_quantize_gelu_mul_backward(dh, gu);
-  });
-  const double weight_s = time_it(device, warmup, repeats, [&] {
-    model::fp8_quantize_blocks(at::cat({gate, up}));
-    model::fp8_quantize_blocks(down);
-  });
   const double products_s = time_it(device, warmup, repeats, [&] {
     mm(xq.q, xq.scale.t(), wgu.q.t(), wgu.scale.t());                   // gu
     mm(hq.q, hq.scale.t(), wd.q.t(), wd.scale.t());                     // y
@@ -107,14 +104,64 @@ nlohmann::ordered_json mlp_line(const std::string& preset, const model::TowerSha
     mm(dgu.q, dgu.scale.t(), wgu.qt.t(), wgu.scale_t.t());              // dx
     mm(dgu.qt, dgu.scale_t.t(), xq.qt.t(), xq.scale_t);                 // d gate|up
   });
+  // each quantisation alone: the bytes it reads (its inputs) and writes (q, q^T, their scales)
+  struct Part {
+    const char* name;
+    double bytes;
+    std::function<void()> run;
+  };
+  const std::vector<Part> activation_parts = {
+      {"x", double(x.nbytes() + bytes_of(xq)), [&] { model::fp8_quantize_rows(x, true); }},
+      {"h = gelu(g) u", double(gu.nbytes() + bytes_of(hq)), [&] { model::fp8_quantize_gelu_mul(gu); }},
+      {"dy", double(dy.nbytes() + bytes_of(dyq)), [&] { model::fp8_quantize_rows(dy, true); }},
+      {"[dg | du]", double(dh.nbytes() + gu.nbytes() + bytes_of(dgu)), [&] { model::fp8_quantize_gelu_mul_backward(dh, gu); }},
+  };
+  const std::vector<Part> weight_parts = {
+      {"gate|up blocks", double(gate_up.nbytes() + bytes_of(wgu)), [&] { model::fp8_quantize_blocks(gate_up); }},
+      {"down blocks", double(down.nbytes() + bytes_of(wd)), [&] { model::fp8_quantize_blocks(down); }},
+  };
+  // per quantisation kernel (kernels/fp8_quant.h; the default last, and left selected): the MLP
+  // whole, and each quantisation alone
+  // (on the CPU: the reference, once)
+  const std::vector<std::string> kernels =
+      device.is_cuda() ? std::vector<std::string>{"staged", "vector"} : std::vector<std::string>{"reference"};
+  for (const auto& kernel : kernels) {
+    if (device.is_cuda()) model::set_fp8_quant_kernel(kernel, "fp8 bench");
+    nlohmann::ordered_json k;
+    double fp8_s = 0;
+    {
+      at::AutoGradMode grad(true);
+      model::Fp8MlpCache cache;
+      fp8_s = time_it(device, warmup, repeats, [&] {
+        model::fp8_weights_updated();
+        model::fp8_gated_mlp(x, gate, up, down, cache).backward(dy);
+      });
+    }
+    k["fp8_ms"] = fp8_s * 1e3;
+    k["fp8_speedup"] = bf16_s / fp8_s;
+    double activation_s = 0, weight_s = 0;
+    nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+    for (const auto* group : {&activation_parts, &weight_parts})
+      for (const auto& part : *group) {
+        const double t = time_it(device, warmup, repeats, part.run);
+        (group == &activation_parts ? activation_s : weight_s) += t;
+        parts.push_back({{"part", part.name}, {"ms", t * 1e3}, {"gb", part.bytes / 1e9}, {"tb_per_s", part.bytes / t / 1e12}});
+      }
+    k["activation_quant_ms"] = activation_s * 1e3;  // all four of a step
+    k["weight_quant_ms"] = weight_s * 1e3;          // once per optimizer step
+    k["quant_parts"] = parts;
+    j["quant_kernel_" + kernel] = k;
+    if (kernel == kernels.back()) {
+      j["fp8_ms"] = fp8_s * 1e3;
+      j["fp8_tflops"] = flops / fp8_s / 1e12;
+      j["fp8_speedup"] = bf16_s / fp8_s;
+      j["activation_quant_ms"] = activation_s * 1e3;
+      j["weight_quant_ms"] = weight_s * 1e3;
+    }
+  }
   j["bf16_ms"] = bf16_s * 1e3;
   j["bf16_tflops"] = flops / bf16_s / 1e12;
   j["fp8_fits"] = true;
-  j["fp8_ms"] = fp8_s * 1e3;
-  j["fp8_tflops"] = flops / fp8_s / 1e12;
-  j["fp8_speedup"] = bf16_s / fp8_s;
-  j["activation_quant_ms"] = quant_s * 1e3;  // all four of a step
-  j["weight_quant_ms"] = weight_s * 1e3;
   j["products_ms"] = products_s * 1e3;
   j["products_tflops"] = flops / products_s / 1e12;
   return j;

@@ -3,7 +3,8 @@
 // and block-wise FP8 (model::fp8_linear, the weight re-quantised every iteration as once per
 // optimizer step with one micro-batch), side by side; plus the activation quantisation alone;
 // then the language backbone's gated MLP whole, bf16 against the fused FP8 function, with the
-// time of its quantisations and of its products alone.
+// time of its quantisations (each alone, with the bytes it moves and its TB/s, under both
+// quantisation kernels: staged, the first, and vector, the default) and of its products alone.
 // What the per-layer choice of --policy.fp8 rests on.
 #pragma once
 

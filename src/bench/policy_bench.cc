@@ -19,6 +19,7 @@
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
 #include "ember/model/flops.h"
+#include "ember/model/fp8_linear.h"
 #include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/train/schedule.h"
@@ -112,7 +113,9 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   std::optional<model::GrootShape> groot;
   if (is_groot) groot = groot_bench_shape(o.preset, spec);
   auto shape = is_groot ? groot->base : model::preset_shape(o.preset);
-  if (o.batch_size < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
+  if (o.batch_sizes.empty()) throw Error(ErrorKind::kInvalidArgument, "--batch_size: name at least one");
+  for (const int64_t b : o.batch_sizes)
+    if (b < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
   if (o.accumulation < 1 || o.accumulation > 1024)
     throw Error(ErrorKind::kInvalidArgument, "--gradient_accumulation_steps: expected 1 to 1024 micro-batches, got " +
                                                  std::to_string(o.accumulation));
@@ -127,6 +130,12 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   }
   if (o.profile_shapes && o.profile.empty())
     throw Error(ErrorKind::kInvalidArgument, "--profile_shapes: needs --profile DIR");
+  if (o.profile_after < 0 || o.profile_after > o.steps || (o.profile_after && o.profile.empty()))
+    throw Error(ErrorKind::kInvalidArgument, "--profile_after: expected 0 to --steps extra steps, with --profile DIR");
+  if (o.fp8 && o.fp8_kernels.empty()) throw Error(ErrorKind::kInvalidArgument, "--fp8_kernels: name at least one kernel");
+  for (const auto& k : o.fp8_kernels)
+    if (k != "vector" && k != "staged")
+      throw Error(ErrorKind::kInvalidArgument, "--fp8_kernels: expected vector or staged, got '" + k + "'");
   if (is_groot && o.param_dtype != "fp32")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: groot trains fp32 parameters (bf16 compute under autocast)");
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
@@ -143,26 +152,32 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   if (!device.is_cuda()) at::set_num_threads(usable_cores());
   const double peak = measure_peak_flops(device, bf16);
 
-  // the same samples for every backend: (warmup + steps) batches
+  // the same samples for every run: per batch size, (warmup + steps) batches
   std::mt19937_64 rng(o.seed);
   at::manual_seed(o.seed);
-  std::vector<std::vector<model::PolicySample>> batches;
-  for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, o.batch_size * o.accumulation, rng));
+  std::vector<std::vector<std::vector<model::PolicySample>>> batches_of;
+  for (const int64_t batch_size : o.batch_sizes) {
+    auto& batches = batches_of.emplace_back();
+    for (int i = 0; i < o.warmup + o.steps; ++i) batches.push_back(make_stream(spec, shape, batch_size * o.accumulation, rng));
+  }
 
   std::vector<std::string> lines;
   // per run, in order: each backend in bf16 and then (--fp8) with the FP8 language backbone
   struct Run {
     model::AttentionBackend backend;
     bool fp8;
-    double samples_per_s = 0, layout_flops_per_sample = 0;
+    std::string fp8_kernel;  // the quantisation kernel of an FP8 run
+    std::vector<double> samples_per_s, layout_flops_per_sample;  // per batch size
   };
   std::vector<Run> runs;
   for (auto backend : backends) {
-    runs.push_back({backend, false});
-    if (o.fp8) runs.push_back({backend, true});
+    runs.push_back({backend, false, "", {}, {}});
+    if (o.fp8)
+      for (const auto& k : o.fp8_kernels) runs.push_back({backend, true, k, {}, {}});
   }
   for (auto& run : runs) {
     const auto backend = run.backend;
+    if (run.fp8 && device.is_cuda()) model::set_fp8_quant_kernel(run.fp8_kernel, "--fp8_kernels");
     at::manual_seed(o.seed);
     // the policy, its optimizer and the step are ember train's, on its default settings
     TrainConfig config;
@@ -175,177 +190,206 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     config.policy.gradient_checkpointing = o.gradient_checkpointing;
     PolicyState state = build_policy_state(config, shape, device, nullptr, groot ? &*groot : nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
-    LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
-                        fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, int64_t(batches.size()))};
-    if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
-    double timed_s = 0, real_flops = 0, layout_flops = 0, filler_flops = 0, last_loss = 0;
-    double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
-    int64_t real_tokens = 0, samples = 0;
-    std::string trace;
-    // every step's inputs, collated and pinned before any step is timed
-    std::vector<TrainBatch> hosts;
-    for (const auto& b : batches) {
-      TrainBatch batch;
-      for (size_t first = 0; first < b.size(); first += size_t(o.batch_size)) {  // the step's micro-batches
-        std::vector<const model::PolicySample*> ptrs;
-        for (size_t k = first; k < std::min(b.size(), first + size_t(o.batch_size)); ++k) ptrs.push_back(&b[k]);
-        auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
-        batch.samples += host.samples;
-        batch.loss_count += host.action_mask.sum().item<double>();
-        batch.micro.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
-      }
-      hosts.push_back(std::move(batch));
-    }
-    auto shape_key = [](const TrainBatch& b) {
-      std::string key;
-      for (const auto& m : b.micro) key += m.shape_key() + ";";
-      return key;
-    };
-    // The timed steps run back to back, as in training: the host queues each step while the GPU
-    // runs the one before. Only --phases synchronises inside a step (to time its parts).
-    at::Tensor last_loss_t;
-    int64_t step_index = 0;
-    auto run_step = [&](const TrainBatch& batch, bool timed) {
-      if (o.phases) sync(device);
-      auto since = std::chrono::steady_clock::now();
-      PhaseMark mark;
-      if (o.phases)
-        mark = [&](StepPhase phase) {
-          sync(device);
-          auto now = std::chrono::steady_clock::now();
-          double& acc = phase == StepPhase::kCopy ? phase_copy
-                        : phase == StepPhase::kForward ? phase_forward
-                        : phase == StepPhase::kBackward ? phase_backward : phase_optimizer;
-          if (timed) acc += std::chrono::duration<double>(now - since).count();
-          since = now;
-        };
-      last_loss_t = step.run(batch, schedule.at(step_index++), mark).loss;
-    };
-    std::set<std::string> warm_keys;  // the shapes the untimed steps ran (--warm_shapes)
-    int warm_shape_steps = 0;
-    auto t0 = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < hosts.size(); ++i) {
-      if (int(i) == o.warmup) {
-        // --warm_shapes: an untimed step on each timed batch whose shapes no step has run yet
-        if (o.warm_shapes)
-          for (size_t j = i; j < hosts.size(); ++j)
-            if (warm_keys.insert(shape_key(hosts[j])).second) {
-              run_step(hosts[j], false);
-              ++warm_shape_steps;
-            }
-        sync(device);
-        if (!o.profile.empty()) {
-          trace = (std::filesystem::path(o.profile) / ((is_groot ? "groot_" : "") + o.preset + "_" + o.stream + "_" +
-                                                      model::attention_backend_name(backend) + (run.fp8 ? "_fp8" : "") + ".json")).string();
-          start_profiler(device.is_cuda(), o.profile_shapes);
+    // each batch size in turn on the same policy (one build per run)
+    for (size_t bi = 0; bi < o.batch_sizes.size(); ++bi) {
+      const int64_t batch_size = o.batch_sizes[bi];
+      const auto& batches = batches_of[bi];
+      LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
+                          fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, int64_t(batches.size()))};
+      if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+      double timed_s = 0, real_flops = 0, layout_flops = 0, filler_flops = 0, last_loss = 0;
+      double phase_copy = 0, phase_forward = 0, phase_backward = 0, phase_optimizer = 0;
+      int64_t real_tokens = 0, samples = 0;
+      std::string trace;
+      // every step's inputs, collated and pinned before any step is timed
+      std::vector<TrainBatch> hosts;
+      for (const auto& b : batches) {
+        TrainBatch batch;
+        for (size_t first = 0; first < b.size(); first += size_t(batch_size)) {  // the step's micro-batches
+          std::vector<const model::PolicySample*> ptrs;
+          for (size_t k = first; k < std::min(b.size(), first + size_t(batch_size)); ++k) ptrs.push_back(&b[k]);
+          auto host = model::collate(ptrs, shape, backend, {.prefix_multiple = o.prefix_multiple});
+          batch.samples += host.samples;
+          batch.loss_count += host.action_mask.sum().item<double>();
+          batch.micro.push_back(device.is_cuda() ? host.pin_memory() : std::move(host));
         }
-        t0 = std::chrono::steady_clock::now();
+        hosts.push_back(std::move(batch));
       }
-      if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(shape_key(hosts[i]));
-      run_step(hosts[i], int(i) >= o.warmup);
-      if (int(i) < o.warmup) continue;
-      for (const auto& host : hosts[i].micro) {
-        samples += host.samples;
-        real_flops += state.module->step_flops(host, /*real=*/true);
-        auto layout = model::layout_work(host, shape);
-        auto flops_of = [&](const model::StepWork& w) {
-          return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
-                       : model::train_flops(w, shape);
-        };
-        const double with_filler = flops_of(layout);
-        layout.filler_tokens = 0;
-        layout_flops += with_filler;
-        filler_flops += with_filler - flops_of(layout);
-        real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+      auto shape_key = [](const TrainBatch& b) {
+        std::string key;
+        for (const auto& m : b.micro) key += m.shape_key() + ";";
+        return key;
+      };
+      // The timed steps run back to back, as in training: the host queues each step while the GPU
+      // runs the one before. Only --phases synchronises inside a step (to time its parts).
+      at::Tensor last_loss_t;
+      int64_t step_index = 0;
+      auto run_step = [&](const TrainBatch& batch, bool timed) {
+        if (o.phases) sync(device);
+        auto since = std::chrono::steady_clock::now();
+        PhaseMark mark;
+        if (o.phases)
+          mark = [&](StepPhase phase) {
+            sync(device);
+            auto now = std::chrono::steady_clock::now();
+            double& acc = phase == StepPhase::kCopy ? phase_copy
+                          : phase == StepPhase::kForward ? phase_forward
+                          : phase == StepPhase::kBackward ? phase_backward : phase_optimizer;
+            if (timed) acc += std::chrono::duration<double>(now - since).count();
+            since = now;
+          };
+        last_loss_t = step.run(batch, schedule.at(step_index++), mark).loss;
+      };
+      std::set<std::string> warm_keys;  // the shapes the untimed steps ran (--warm_shapes)
+      int warm_shape_steps = 0;
+      auto t0 = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < hosts.size(); ++i) {
+        if (int(i) == o.warmup) {
+          // --warm_shapes: an untimed step on each timed batch whose shapes no step has run yet
+          if (o.warm_shapes)
+            for (size_t j = i; j < hosts.size(); ++j)
+              if (warm_keys.insert(shape_key(hosts[j])).second) {
+                run_step(hosts[j], false);
+                ++warm_shape_steps;
+              }
+          sync(device);
+          if (!o.profile.empty()) {
+            const std::string fp8 = !run.fp8 ? "" : run.fp8_kernel == "vector" ? "_fp8" : "_fp8_" + run.fp8_kernel;
+            const std::string batch = o.batch_sizes.size() > 1 ? "_b" + std::to_string(batch_size) : "";
+            trace = (std::filesystem::path(o.profile) / ((is_groot ? "groot_" : "") + o.preset + "_" + o.stream + "_" +
+                                                        model::attention_backend_name(backend) + fp8 + batch + ".json"))
+                        .string();
+            if (!o.profile_after) start_profiler(device.is_cuda(), o.profile_shapes);
+          }
+          t0 = std::chrono::steady_clock::now();
+        }
+        if (o.warm_shapes && int(i) < o.warmup) warm_keys.insert(shape_key(hosts[i]));
+        run_step(hosts[i], int(i) >= o.warmup);
+        if (int(i) < o.warmup) continue;
+        for (const auto& host : hosts[i].micro) {
+          samples += host.samples;
+          real_flops += state.module->step_flops(host, /*real=*/true);
+          auto layout = model::layout_work(host, shape);
+          auto flops_of = [&](const model::StepWork& w) {
+            return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
+                         : model::train_flops(w, shape);
+          };
+          const double with_filler = flops_of(layout);
+          layout.filler_tokens = 0;
+          layout_flops += with_filler;
+          filler_flops += with_filler - flops_of(layout);
+          real_tokens += host.real_prefix_tokens + host.samples * shape.horizon;
+        }
       }
+      // the host's time to queue the timed steps; the step time less this is how far the host had
+      // run ahead of the GPU by the end (a few ms: the GPU was waiting for the host somewhere)
+      const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sync(device);
+      timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      last_loss = last_loss_t.item<double>();
+      if (!trace.empty() && o.profile_after) {
+        // --profile_after: extra steps on the first timed batches, recorded, not timed
+        start_profiler(device.is_cuda(), o.profile_shapes);
+        for (int k = 0; k < o.profile_after; ++k) run_step(hosts[size_t(o.warmup + k)], false);
+        sync(device);
+      }
+      if (!trace.empty()) stop_profiler(trace);
+      // groot with a frozen backbone: what a cache of its features could save at most, the time of
+      // its forward alone on the timed batches
+      const double backbone_s = groot && !o.tune_backbone ? frozen_backbone_seconds(state, hosts, o.warmup, device, bf16) : 0;
+      nlohmann::ordered_json j;
+      j["bench"] = "policy";
+      j["policy"] = o.policy_type;
+      j["preset"] = o.preset;
+      j["attention"] = model::attention_backend_name(backend);
+      j["stream"] = o.stream;
+      j["device"] = device.is_cuda() ? "cuda" : "cpu";
+      j["dtype"] = bf16 || bf16_params ? "bf16" : "fp32";
+      j["param_dtype"] = o.param_dtype;
+      j["fp8"] = run.fp8;
+      if (run.fp8) {
+        j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
+        j["fp8_kernel"] = run.fp8_kernel;
+      }
+      j["batch_size"] = batch_size;
+      j["gradient_accumulation_steps"] = o.accumulation;
+      j["gradient_checkpointing"] = o.gradient_checkpointing;
+      j["steps"] = o.steps;
+      if (groot) {
+        const auto count = model::parameter_count(*groot);
+        j["parameters"] = count.total();
+        j["trained_parameters"] = o.tune_backbone ? count.total() : count.head;
+      } else {
+        j["parameters"] = model::parameter_count(shape);
+      }
+      j["samples_per_s"] = samples / timed_s;
+      j["tokens_per_s"] = real_tokens / timed_s;
+      j["step_time_s"] = timed_s / o.steps;
+      j["host_queue_time_s"] = queued_s / o.steps;
+      j["warm_shape_steps"] = warm_shape_steps;  // untimed steps --warm_shapes added (0 when off)
+      j["model_tflops_per_sample"] = real_flops / samples / 1e12;
+      j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
+      if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
+        j["prefix_multiple"] = o.prefix_multiple;
+        j["filler_tflops_per_sample"] = filler_flops / samples / 1e12;  // included in layout_tflops
+      }
+      j["measured_peak_tflops"] = peak / 1e12;
+      j["mfu"] = real_flops / timed_s / peak;           // useful (real-token) FLOPs
+      j["hardware_flops_util"] = layout_flops / timed_s / peak;  // what the layout computes, padding included
+      double nominal = nominal_peak_flops(device);
+      if (nominal > 0) j["mfu_vs_datasheet"] = real_flops / timed_s / nominal;
+      if (device.is_cuda())
+        j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
+      j["final_loss"] = last_loss;
+      if (backbone_s > 0) {
+        j["frozen_backbone_s_per_step"] = backbone_s / o.steps;
+        j["frozen_backbone_share"] = backbone_s / timed_s;  // of the step time: a feature cache's bound
+      }
+      if (!trace.empty()) {
+        j["profile"] = trace;
+        j["profile_steps"] = o.profile_after ? o.profile_after : o.steps;  // what the trace holds
+      }
+      if (o.phases) {
+        j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
+                        {"backward", phase_backward / o.steps}, {"optimizer", phase_optimizer / o.steps}};
+      }
+      lines.push_back(j.dump());
+      std::printf("%s\n", lines.back().c_str());
+      std::fflush(stdout);
+      run.samples_per_s.push_back(samples / timed_s);
+      // the layouts' own FLOPs, without the varlen filler (which only buys fewer matrix shapes)
+      run.layout_flops_per_sample.push_back((layout_flops - filler_flops) / samples);
     }
-    // the host's time to queue the timed steps; the step time less this is how far the host had
-    // run ahead of the GPU by the end (a few ms: the GPU was waiting for the host somewhere)
-    const double queued_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sync(device);
-    timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    last_loss = last_loss_t.item<double>();
-    if (!trace.empty()) stop_profiler(trace);
-    // groot with a frozen backbone: what a cache of its features could save at most, the time of
-    // its forward alone on the timed batches
-    const double backbone_s = groot && !o.tune_backbone ? frozen_backbone_seconds(state, hosts, o.warmup, device, bf16) : 0;
-    nlohmann::ordered_json j;
-    j["bench"] = "policy";
-    j["policy"] = o.policy_type;
-    j["preset"] = o.preset;
-    j["attention"] = model::attention_backend_name(backend);
-    j["stream"] = o.stream;
-    j["device"] = device.is_cuda() ? "cuda" : "cpu";
-    j["dtype"] = bf16 || bf16_params ? "bf16" : "fp32";
-    j["param_dtype"] = o.param_dtype;
-    j["fp8"] = run.fp8;
-    if (run.fp8) j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
-    j["batch_size"] = o.batch_size;
-    j["gradient_accumulation_steps"] = o.accumulation;
-    j["gradient_checkpointing"] = o.gradient_checkpointing;
-    j["steps"] = o.steps;
-    if (groot) {
-      const auto count = model::parameter_count(*groot);
-      j["parameters"] = count.total();
-      j["trained_parameters"] = o.tune_backbone ? count.total() : count.head;
-    } else {
-      j["parameters"] = model::parameter_count(shape);
-    }
-    j["samples_per_s"] = samples / timed_s;
-    j["tokens_per_s"] = real_tokens / timed_s;
-    j["step_time_s"] = timed_s / o.steps;
-    j["host_queue_time_s"] = queued_s / o.steps;
-    j["warm_shape_steps"] = warm_shape_steps;  // untimed steps --warm_shapes added (0 when off)
-    j["model_tflops_per_sample"] = real_flops / samples / 1e12;
-    j["layout_tflops_per_sample"] = layout_flops / samples / 1e12;
-    if (o.prefix_multiple > 1 && backend == model::AttentionBackend::kVarlen) {
-      j["prefix_multiple"] = o.prefix_multiple;
-      j["filler_tflops_per_sample"] = filler_flops / samples / 1e12;  // included in layout_tflops
-    }
-    j["measured_peak_tflops"] = peak / 1e12;
-    j["mfu"] = real_flops / timed_s / peak;           // useful (real-token) FLOPs
-    j["hardware_flops_util"] = layout_flops / timed_s / peak;  // what the layout computes, padding included
-    double nominal = nominal_peak_flops(device);
-    if (nominal > 0) j["mfu_vs_datasheet"] = real_flops / timed_s / nominal;
-    if (device.is_cuda())
-      j["peak_mem_gb"] = double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).allocated_bytes[0].peak) / (1 << 30);
-    j["final_loss"] = last_loss;
-    if (backbone_s > 0) {
-      j["frozen_backbone_s_per_step"] = backbone_s / o.steps;
-      j["frozen_backbone_share"] = backbone_s / timed_s;  // of the step time: a feature cache's bound
-    }
-    if (!trace.empty()) j["profile"] = trace;
-    if (o.phases) {
-      j["phase_s"] = {{"copy", phase_copy / o.steps}, {"forward", phase_forward / o.steps},
-                      {"backward", phase_backward / o.steps}, {"optimizer", phase_optimizer / o.steps}};
-    }
-    lines.push_back(j.dump());
-    std::printf("%s\n", lines.back().c_str());
-    std::fflush(stdout);
-    run.samples_per_s = samples / timed_s;
-    // the layouts' own FLOPs, without the varlen filler (which only buys fewer matrix shapes)
-    run.layout_flops_per_sample = (layout_flops - filler_flops) / samples;
   }
-  auto ratio_line = [&](const Run& a, const Run& b, const std::string& of, bool with_flops) {
-    nlohmann::ordered_json j;
-    j["bench"] = "policy_ratio";
-    j["policy"] = o.policy_type;
-    j["preset"] = o.preset;
-    j["stream"] = o.stream;
-    j["ratio_of"] = of;
-    j["measured_speed_ratio"] = a.samples_per_s / b.samples_per_s;
-    if (with_flops) j["flop_ratio"] = b.layout_flops_per_sample / a.layout_flops_per_sample;
-    lines.push_back(j.dump());
-    std::printf("%s\n", lines.back().c_str());
-  };
-  // varlen/padded (in bf16, and with FP8 too under --fp8), then fp8/bf16 per backend
-  const size_t per_backend = o.fp8 ? 2 : 1;
-  if (backends.size() == 2)
-    for (size_t k = 0; k < per_backend; ++k)
-      ratio_line(runs[k], runs[per_backend + k], o.backends[0] + "/" + o.backends[1] + (k ? " (fp8)" : ""), true);
-  if (o.fp8)
-    for (size_t i = 0; i < runs.size(); i += 2)
-      ratio_line(runs[i + 1], runs[i], std::string("fp8/bf16 (") + model::attention_backend_name(runs[i].backend) + ")", false);
+  // per batch size: varlen/padded (in bf16, and with FP8 too under --fp8: each kernel), then
+  // fp8/bf16 per backend and kernel
+  const size_t per_backend = runs.size() / backends.size();
+  for (size_t bi = 0; bi < o.batch_sizes.size(); ++bi) {
+    auto ratio_line = [&](const Run& a, const Run& b, const std::string& of, bool with_flops) {
+      nlohmann::ordered_json j;
+      j["bench"] = "policy_ratio";
+      j["policy"] = o.policy_type;
+      j["preset"] = o.preset;
+      j["stream"] = o.stream;
+      j["batch_size"] = o.batch_sizes[bi];
+      j["ratio_of"] = of;
+      j["measured_speed_ratio"] = a.samples_per_s[bi] / b.samples_per_s[bi];
+      if (with_flops) j["flop_ratio"] = b.layout_flops_per_sample[bi] / a.layout_flops_per_sample[bi];
+      lines.push_back(j.dump());
+      std::printf("%s\n", lines.back().c_str());
+    };
+    if (backends.size() == 2)
+      for (size_t k = 0; k < per_backend; ++k)
+        ratio_line(runs[k], runs[per_backend + k],
+                   o.backends[0] + "/" + o.backends[1] + (runs[k].fp8 ? " (fp8 " + runs[k].fp8_kernel + ")" : ""), true);
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].fp8)
+        ratio_line(runs[i], runs[i / per_backend * per_backend],
+                   std::string("fp8/bf16 (") + model::attention_backend_name(runs[i].backend) +
+                       (runs[i].fp8_kernel == "vector" ? "" : ", " + runs[i].fp8_kernel + " quantisation") + ")",
+                   false);
+  }
+  if (o.fp8 && device.is_cuda()) model::set_fp8_quant_kernel("vector", "--fp8_kernels");
   return lines;
 }
 

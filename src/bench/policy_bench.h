@@ -24,7 +24,8 @@ struct PolicyBenchOptions {
   std::vector<std::string> backends = {"varlen", "padded"};
   std::string stream = "libero";
   std::string device = "auto";
-  int64_t batch_size = 16;  // samples per micro-batch
+  // samples per micro-batch; several: each in turn on the same policy (one build per run)
+  std::vector<int64_t> batch_sizes = {16};
   // micro-batches of batch_size per optimizer step (ember train's --gradient_accumulation_steps)
   int64_t accumulation = 1;
   bool gradient_checkpointing = false;  // pi05: as ember train's --policy.gradient_checkpointing
@@ -47,6 +48,9 @@ struct PolicyBenchOptions {
   // also run each backend with the language backbone's linear layers in block-wise FP8
   // (--policy.fp8), on the same batches, and print the fp8/bf16 speed ratio
   bool fp8 = false;
+  // --fp8: one FP8 run per quantisation kernel named here ("vector", the default, and "staged", the
+  // first: kernels/fp8_quant.h), each beside the same bf16 run, on the same batches
+  std::vector<std::string> fp8_kernels = {"vector"};
   bool phases = false;  // also time copy / forward / backward / optimizer (synchronising between them)
   // non-empty: record the timed steps with PyTorch's profiler (Kineto: CPU ops, CUDA kernels)
   // into <profile>/[groot_]<preset>_<stream>_<backend>.json, a Chrome trace (bench/trace_summary.py
@@ -54,6 +58,9 @@ struct PolicyBenchOptions {
   // not comparable with unprofiled ones.
   std::string profile;
   bool profile_shapes = false;  // the profile also records operators' input sizes (matmul shapes)
+  // > 0: the profile records this many extra steps after the timed ones (on the first timed
+  // batches) instead of the timed steps, so that the speed figures stay unprofiled
+  int profile_after = 0;
 };
 
 // Prints one JSON line per backend and a comparison line (measured speed ratio next to the

@@ -23,7 +23,10 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_option("--attention", *attention, "varlen | padded | both (side by side, with the ratio)");
   cmd->add_option("--stream", o->stream, "libero | community");
   cmd->add_option("--device", o->device, "auto | cuda | cpu");
-  cmd->add_option("--batch_size", o->batch_size, "samples per micro-batch (per optimizer step without accumulation)");
+  cmd->add_option("--batch_size", o->batch_sizes,
+                  "samples per micro-batch (per optimizer step without accumulation); several, comma-separated: "
+                  "each in turn on the same policy")
+      ->delimiter(',');
   cmd->add_option("--gradient_accumulation_steps", o->accumulation,
                   "micro-batches of --batch_size per optimizer step (as ember train's flag)");
   cmd->add_flag("--gradient_checkpointing", o->gradient_checkpointing,
@@ -41,8 +44,15 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   cmd->add_flag("--fp8", o->fp8,
                 "also run each backend with the language backbone's linear layers in block-wise FP8 (as "
                 "--policy.fp8), with the fp8/bf16 ratio");
+  cmd->add_option("--fp8_kernels", o->fp8_kernels,
+                  "with --fp8: one FP8 run per quantisation kernel, vector (the default) | staged (the first), "
+                  "comma-separated")
+      ->delimiter(',');
   cmd->add_flag("--phases", o->phases, "also time copy, forward, backward and optimizer (synchronising between them)");
   cmd->add_option("--profile", o->profile, "DIR: a Chrome trace of the timed steps per backend (PyTorch profiler; slows them)");
+  cmd->add_option("--profile_after", o->profile_after,
+                  "with --profile: record N extra untimed steps after the timed ones instead (the speed figures "
+                  "stay unprofiled)");
   cmd->add_flag("--profile_shapes", o->profile_shapes,
                 "with --profile: also record operators' input sizes (trace_summary.py: matrix products by shape)");
   cmd->callback([=, &action] {

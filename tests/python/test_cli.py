@@ -166,6 +166,23 @@ def main():
         trace = os.path.join(tmp, "prof", "tiny_libero_varlen.json")
         ok = rc == 0 and json.loads(out.strip().splitlines()[-1]).get("profile") == trace and os.path.exists(trace)
         check("bench policy --profile writes a trace", ok, out + err)
+        # --profile_after: extra untimed steps recorded after the timed ones
+        rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
+                           "--warmup", "0", "--steps", "2", "--batch_size", "2", "--profile", os.path.join(tmp, "after"),
+                           "--profile_after", "1")
+        try:
+            j = json.loads(out.strip().splitlines()[-1])
+            with open(os.path.join(tmp, "after", "tiny_libero_varlen.json")) as f:
+                recorded = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "cpu_op"]
+            ok = rc == 0 and j["profile_steps"] == 1 and j["steps"] == 2 and recorded
+        except Exception as e:  # noqa: BLE001
+            ok, out = False, f"{e}: {out} {err}"
+        check("bench policy --profile_after records extra steps", ok, out + err)
+        user_error("--profile_after without --profile", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--profile_after", "1"], ["--profile_after"])
+        user_error("--fp8_kernels with an unknown kernel", ember,
+                   ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--fp8", "--fp8_kernels", "vector,fast"],
+                   ["--fp8_kernels", "fast"])
         rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",
                            "--warmup", "0", "--steps", "1", "--batch_size", "2", "--profile", os.path.join(tmp, "shapes"),
                            "--profile_shapes")
@@ -253,6 +270,29 @@ def main():
         except Exception as e:  # noqa: BLE001
             ok, kinds = False, f"{e}: {p.stdout} {p.stderr}"
         check("trace_summary.py groups GPU kernels by kind and finds idle gaps", ok, str(kinds))
+        # an FP8 step in parts: quantisation kernels, products launched by aten::_scaled_mm, the rest
+        evs = []
+        for i, (name, dur, op) in enumerate([
+                ("void ember::kernels::quantize_kernel<Plain<bf16>, false>", 40, None),
+                ("sm90_xmma_gemm_e4m3e4m3_f32", 100, "aten::_scaled_mm"), ("nvjet_hsh_128x256", 60, "aten::mm"),
+                ("vectorized_elementwise_kernel<Mul>", 10, "aten::mul")]):
+            ts = 1000 * i
+            if op:
+                evs.append({"ph": "X", "cat": "cpu_op", "name": op, "ts": ts, "dur": 5, "pid": 1, "tid": 2,
+                            "args": {"External id": 10 + i}})
+            evs.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts + 10, "dur": dur,
+                        "args": {"External id": 10 + i} if op else {}})
+        fp8_trace = os.path.join(tmp, "fp8.json")
+        with open(fp8_trace, "w") as f:
+            json.dump({"traceEvents": evs}, f)
+        p = subprocess.run([sys.executable, summary_py, fp8_trace, "--steps", "1", "--json"], capture_output=True, text=True)
+        try:
+            parts = {k["part"]: round(k["ms"], 6) for k in json.loads(p.stdout)["fp8_parts"]}
+            ok = p.returncode == 0 and parts == {"fp8 quantisation": 0.04, "fp8 products": 0.1, "other products": 0.06,
+                                                 "rest": 0.01}
+        except Exception as e:  # noqa: BLE001
+            ok, parts = False, f"{e}: {p.stdout} {p.stderr}"
+        check("trace_summary.py splits an FP8 step into quantisation, FP8 products and the rest", ok, str(parts))
         # --warm_shapes: one untimed step per distinct batch shape among the timed ones (the tiny
         # libero stream's 3 timed batches differ in prompt lengths: at least 2 shapes)
         rc, out, err = run(ember, "bench", "policy", "--preset", "tiny", "--device", "cpu", "--attention", "varlen",

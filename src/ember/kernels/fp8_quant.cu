@@ -1,209 +1,150 @@
-// The block-wise FP8 quantisation kernels (fp8_quant.h): one thread block per 128x128 tile of the
-// output, staged in shared memory as float by its source (the input itself, or the gated MLP's
-// gelu_tanh(gate) * up and its gradients computed on the fly), then a pass over its rows (1x128
-// tiles -> q) and one over its columns (128x1 tiles -> qt); block mode uses one scale per tile.
-#include <cuda_fp8.h>
+// The block-wise FP8 quantisation kernels (fp8_quant.h). The default (Fp8QuantKernel::kVector):
+// one thread block of 512 threads per 128x128 tile of the output, each thread holding 4 rows x 8
+// columns of it in registers, read in 16-byte loads (from the input itself, or computing the gated
+// MLP's gelu_tanh(gate) * up and its gradients on the fly). The 1x128 row tiles' amax is reduced
+// across the 16 threads of a row (shuffles), the 128x1 column tiles' across the 32 row groups
+// (shuffles, then shared memory); q is stored from registers, 8 contiguous bytes per thread
+// (128 per row); the transposed copy qt goes through shared memory as e4m3 bytes (16 KB, each
+// thread's 4 rows of a column one 32-bit word, swizzled so that neither side has bank
+// conflicts) and out in 16-byte stores, 128 contiguous bytes per row of qt. The first kernel
+// (kStaged, fp8_quant_staged.cuh) stays selectable for measurements.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
-#include "ember/kernels/cuda_pack.cuh"
 #include "ember/kernels/fp8_quant.h"
-#include "ember/kernels/gelu_tanh.cuh"
+#include "ember/kernels/fp8_quant_sources.cuh"
+#include "ember/kernels/fp8_quant_staged.cuh"
 
 namespace ember::kernels {
 namespace {
 
-constexpr int kTile = 128;
-constexpr int kStride = kTile + 1;  // shared-memory row stride: rows and columns both read without bank conflicts
-constexpr int kThreads = 256;       // 8 warps
-constexpr int kSharedBytes = kTile * kStride * sizeof(float);
+using fp8::e4m3x2;
+using fp8::GeluMul;
+using fp8::GeluMulGrad;
+using fp8::kTile;
+using fp8::Plain;
+using fp8::scale_of;
 
-__device__ inline float scale_of(float amax) { return fmaxf(amax / 448.f, 0x1p-126f); }
+constexpr int kThreads = 512;  // 16 warps; thread t: tile rows 4 (t / 16) .. + 4, columns 8 (t % 16) .. + 8
 
-__device__ inline uint8_t e4m3(float v) {
-  return __nv_cvt_float_to_fp8(fminf(fmaxf(v, -448.f), 448.f), __NV_SATFINITE, __NV_E4M3);
+// four e4m3 bytes of a[0..3] / s, a[0] in the lowest
+__device__ inline uint32_t e4m3x4(float a0, float a1, float a2, float a3, float s) {
+  return e4m3x2(a0 / s, a1 / s) | e4m3x2(a2 / s, a3 / s) << 16;
 }
 
-__device__ inline float warp_max(float v) {
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Fills tile [kTile][kStride] with value(r, c, v): v [V] the float values of the tile's row r,
-// columns c .. c + V; returns this thread's amax over what it wrote.
-template <int V, typename Value>
-__device__ float stage(float* tile, const Value& value) {
-  float amax = 0.f;
-  for (int i = threadIdx.x; i < kTile * kTile / V; i += kThreads) {
-    const int r = i / (kTile / V), c = i % (kTile / V) * V;
-    float v[V];
-    value(r, c, v);
+// One 128x128 tile of the output. cols: the output's width; padded: its rows (block mode: the
+// rows; qt is [cols, padded]).
+template <typename Source, bool kBlocks>
+__global__ void __launch_bounds__(kThreads, 2) quantize_kernel(Source src, int64_t cols, int64_t padded, uint8_t* q,
+                                                                float* scale, uint8_t* qt, float* scale_t) {
+  // qt's tile, transposed: word 32 c + (g ^ 2 (c / 8)) holds rows 4g .. 4g + 4 of tile column c
+  __shared__ uint4 tq[kTile * kTile / 16];
+  __shared__ float part[kThreads / 32][kTile];  // per warp: its columns' amax (block mode: [w][0], the warp's)
+  __shared__ float col_scale[kTile];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, cg = t % 16, rg = t / 16;
+  const int64_t r0 = int64_t(blockIdx.y) * kTile, c0 = src.out_col(blockIdx.x);
+  float v[4][8];
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      tile[r * kStride + c + j] = v[j];
-      amax = fmaxf(amax, fabsf(v[j]));
+  for (int i = 0; i < 4; ++i) {
+    const int64_t r = r0 + 4 * rg + i;
+    if (r < src.rows) {
+      src.values(blockIdx.x, r, 8 * cg, v[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = 0.f;  // the padding rows
     }
   }
-  return amax;
-}
-
-// V values of row-major p [rows, ld] at (r, c) as float
-template <typename T, int V>
-__device__ inline void load(const T* p, int64_t ld, int64_t r, int64_t c, float* v) {
-  const auto pack = *reinterpret_cast<const Pack<T, V>*>(p + r * ld + c);
-#pragma unroll
-  for (int j = 0; j < V; ++j) v[j] = to_float(pack.v[j]);
-}
-
-// The sources of a tile. stage_tile(tile, r0, bx) stages the tile of input rows r0 .. r0 + 128
-// that thread block column bx covers (rows past the input are zero), returns the thread's amax
-// and sets c0, the tile's first column in the output.
-
-// the input itself
-template <typename T>
-struct Plain {
-  static constexpr int V = 16 / sizeof(T);
-  const T* x;
-  int64_t rows, cols;
-  __device__ float stage_tile(float* tile, int64_t r0, int bx, int64_t& c0) const {
-    c0 = int64_t(bx) * kTile;
-    const int64_t col = c0;
-    return stage<V>(tile, [&](int r, int c, float* v) {
-      if (r0 + r < rows) load<T, V>(x, cols, r0 + r, col + c, v);
-      else
-        for (int j = 0; j < V; ++j) v[j] = 0.f;
-    });
-  }
-};
-
-// h = gelu_tanh(gate) * up
-template <typename T>
-struct GeluMul {
-  static constexpr int V = 16 / sizeof(T);
-  const T *gate, *up;
-  int64_t rows, ld;
-  __device__ float stage_tile(float* tile, int64_t r0, int bx, int64_t& c0) const {
-    c0 = int64_t(bx) * kTile;
-    const int64_t col = c0;
-    return stage<V>(tile, [&](int r, int c, float* v) {
-      if (r0 + r >= rows) {
-        for (int j = 0; j < V; ++j) v[j] = 0.f;
-        return;
-      }
-      float g[V], u[V];
-      load<T, V>(gate, ld, r0 + r, col + c, g);
-      load<T, V>(up, ld, r0 + r, col + c, u);
-      for (int j = 0; j < V; ++j) {
-        float y, dy;
-        gelu_tanh(g[j], y, dy);
-        v[j] = y * u[j];
-      }
-    });
-  }
-};
-
-// d_gate (even bx) or d_up (odd bx) of the same input tile: the two blocks that read one tile of
-// dh, gate and up run side by side, so the second reads them from L2
-template <typename T>
-struct GeluMulGrad {
-  static constexpr int V = 16 / sizeof(T);
-  const T *dh, *gate, *up;
-  int64_t rows, ld, hidden;
-  __device__ float stage_tile(float* tile, int64_t r0, int bx, int64_t& c0) const {
-    const bool d_up = bx % 2;
-    const int64_t col = int64_t(bx / 2) * kTile;
-    c0 = (d_up ? hidden : 0) + col;
-    return stage<V>(tile, [&](int r, int c, float* v) {
-      if (r0 + r >= rows) {
-        for (int j = 0; j < V; ++j) v[j] = 0.f;
-        return;
-      }
-      float d[V], g[V], u[V];
-      load<T, V>(dh, hidden, r0 + r, col + c, d);
-      load<T, V>(gate, ld, r0 + r, col + c, g);
-      load<T, V>(up, ld, r0 + r, col + c, u);
-      for (int j = 0; j < V; ++j) {
-        float y, dy;
-        gelu_tanh(g[j], y, dy);
-        v[j] = d_up ? d[j] * y : d[j] * u[j] * dy;
-      }
-    });
-  }
-};
-
-// One 128x128 tile: staged by src, then quantised. cols: the output's width; padded: its rows
-// (block mode: the rows; qt is [cols, padded]).
-template <typename Source, bool kBlocks>
-__global__ void __launch_bounds__(kThreads) quantize_kernel(Source src, int64_t cols, int64_t padded, uint8_t* q,
-                                                             float* scale, uint8_t* qt, float* scale_t) {
-  extern __shared__ float tile[];  // [kTile][kStride]
-  __shared__ float warp_amax[kThreads / 32];
-  const int64_t r0 = int64_t(blockIdx.y) * kTile;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int64_t c0 = 0;
-  float amax = src.stage_tile(tile, r0, blockIdx.x, c0);
-  float block_scale = 1.f;
-  if (kBlocks) {
-    amax = warp_max(amax);
-    if (lane == 0) warp_amax[warp] = amax;
-  }
-  __syncthreads();
+  float rs[4];  // the scales of this thread's rows
   if (kBlocks) {
     float m = 0.f;
-    for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, warp_amax[w]);
-    block_scale = scale_of(m);
-    if (threadIdx.x == 0) scale[(r0 / kTile) * (cols / kTile) + c0 / kTile] = block_scale;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(v[i][j]));
+    m = fp8::warp_max(m);
+    if (lane == 0) part[warp][0] = m;
+    __syncthreads();
+    m = 0.f;
+    for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, part[w][0]);
+    const float s = scale_of(m);
+    if (t == 0) scale[(r0 / kTile) * (cols / kTile) + c0 / kTile] = s;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) rs[i] = s;
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float m = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) m = fmaxf(m, fabsf(v[i][j]));
+      for (int o = 8; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));  // the row's 16 threads
+      rs[i] = scale_of(m);
+      if (cg == 0) scale[(c0 / kTile) * padded + r0 + 4 * rg + i] = rs[i];
+    }
   }
-  // rows: warp w quantises rows w, w + 8, ...; lane reads columns lane + 32 k
-  for (int r = warp; r < kTile; r += kThreads / 32) {
-    float v[4], m = 0.f;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      v[k] = tile[r * kStride + lane + 32 * k];
-      m = fmaxf(m, fabsf(v[k]));
-    }
-    float s = block_scale;
-    if (!kBlocks) {
-      s = scale_of(warp_max(m));
-      if (lane == 0) scale[(c0 / kTile) * padded + r0 + r] = s;
-    }
-    uint8_t* out = q + (r0 + r) * cols + c0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) out[lane + 32 * k] = e4m3(v[k] / s);
+  for (int i = 0; i < 4; ++i) {
+    const float* a = v[i];
+    const uint2 w{e4m3x4(a[0], a[1], a[2], a[3], rs[i]), e4m3x4(a[4], a[5], a[6], a[7], rs[i])};
+    *reinterpret_cast<uint2*>(q + (r0 + 4 * rg + i) * cols + c0 + 8 * cg) = w;
   }
   if (!qt) return;
-  // columns (the transposed copy): warp w quantises columns w, w + 8, ...; lane reads rows lane + 32 k
-  for (int c = warp; c < kTile; c += kThreads / 32) {
-    float v[4], m = 0.f;
+  float cs[8];  // the scales of this thread's columns
+  if (kBlocks) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      v[k] = tile[(lane + 32 * k) * kStride + c];
-      m = fmaxf(m, fabsf(v[k]));
-    }
-    float s = block_scale;
-    if (!kBlocks) {
-      s = scale_of(warp_max(m));
-      if (lane == 0) scale_t[(r0 / kTile) * cols + c0 + c] = s;
-    }
-    uint8_t* out = qt + (c0 + c) * padded + r0;
+    for (int j = 0; j < 8; ++j) cs[j] = rs[0];
+  } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out[lane + 32 * k] = e4m3(v[k] / s);
+    for (int j = 0; j < 8; ++j) {
+      float m = fmaxf(fmaxf(fabsf(v[0][j]), fabsf(v[1][j])), fmaxf(fabsf(v[2][j]), fabsf(v[3][j])));
+      cs[j] = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));  // the warp's other row group
+    }
+    if (lane < 16) {
+      auto* p = reinterpret_cast<float4*>(&part[warp][8 * cg]);
+      p[0] = make_float4(cs[0], cs[1], cs[2], cs[3]);
+      p[1] = make_float4(cs[4], cs[5], cs[6], cs[7]);
+    }
+    __syncthreads();
+    if (t < kTile) {
+      float m = 0.f;
+      for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, part[w][t]);
+      const float s = scale_of(m);
+      col_scale[t] = s;
+      scale_t[(r0 / kTile) * cols + c0 + t] = s;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 8; ++j) cs[j] = col_scale[8 * cg + j];
+  }
+  auto* words = reinterpret_cast<uint32_t*>(tq);
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    words[(8 * cg + j) * 32 + (rg ^ (cg << 1))] = e4m3x4(v[0][j], v[1][j], v[2][j], v[3][j], cs[j]);
+  __syncthreads();
+  // row c of qt's tile: 8 pieces of 16 bytes (rows 16 k .. 16 k + 16 of the tile), one per thread
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int c = t / 8 + 64 * h, k = t % 8, swizzle = (c / 8) << 1;
+    uint4 w = tq[c * 8 + (k ^ (swizzle >> 2))];
+    if (swizzle & 2) w = make_uint4(w.z, w.w, w.x, w.y);
+    *reinterpret_cast<uint4*>(qt + (c0 + c) * padded + r0 + 16 * k) = w;
   }
 }
+
+std::atomic<int> selected_kernel{int(Fp8QuantKernel::kVector)};
 
 // grid: one block per output tile (cols / 128 x padded / 128)
 template <bool kBlocks, typename Source>
-void launch(const Source& src, int64_t cols, int64_t padded, void* q, float* scale, void* qt, float* scale_t,
-            void* stream) {
-  static const bool attribute_set = [] {
-    cudaFuncSetAttribute(quantize_kernel<Source, kBlocks>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-    return true;
-  }();
-  (void)attribute_set;
+void launch(const Source& src, int64_t cols, int64_t padded, void* q_out, float* scale, void* qt_out, float* scale_t,
+            void* stream_in) {
+  auto* q = static_cast<uint8_t*>(q_out);
+  auto* qt = static_cast<uint8_t*>(qt_out);
+  auto stream = static_cast<cudaStream_t>(stream_in);
+  if (fp8_quant_kernel() == Fp8QuantKernel::kStaged)
+    return fp8::staged::launch<kBlocks>(src, cols, padded, q, scale, qt, scale_t, stream);
   const dim3 grid(unsigned(cols / kTile), unsigned(padded / kTile));
-  quantize_kernel<Source, kBlocks><<<grid, kThreads, kSharedBytes, static_cast<cudaStream_t>(stream)>>>(
-      src, cols, padded, static_cast<uint8_t*>(q), scale, static_cast<uint8_t*>(qt), scale_t);
+  quantize_kernel<Source, kBlocks><<<grid, kThreads, 0, stream>>>(src, cols, padded, q, scale, qt, scale_t);
 }
 
 // fn(T{}) with T the element type of dtype
@@ -215,6 +156,10 @@ void with_dtype(int dtype, const Fn& fn) {
 }
 
 }  // namespace
+
+void set_fp8_quant_kernel(Fp8QuantKernel kernel) { selected_kernel.store(int(kernel), std::memory_order_relaxed); }
+
+Fp8QuantKernel fp8_quant_kernel() { return Fp8QuantKernel(selected_kernel.load(std::memory_order_relaxed)); }
 
 void fp8_quantize(const void* x, int dtype, int64_t rows, int64_t cols, int64_t padded_rows, bool blocks, void* q,
                   float* scale, void* qt, float* scale_t, void* stream) {

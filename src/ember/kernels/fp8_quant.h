@@ -7,10 +7,20 @@
 // The gated MLP's producers quantise in the same pass as they compute (fp8_gelu_mul_*): the
 // bf16 result of gelu_tanh(gate) * up and of its gradients is never written.
 // Built only when CMake finds nvcc (EMBER_CUDA_KERNELS).
+//
+// Two kernels give the same bytes: kVector (the default; registers, 16-byte loads, the transposed
+// copy through shared memory in 16-byte stores) and kStaged, the first version (a float tile
+// staged in shared memory, single-byte stores), kept so that a benchmark can time one against the
+// other in one run (`ember bench fp8_linear`, `ember bench policy --fp8_kernels`).
 
 #include <cstdint>
 
 namespace ember::kernels {
+
+enum class Fp8QuantKernel { kVector, kStaged };
+// Which kernel the functions below launch from now on, process-wide (default kVector).
+void set_fp8_quant_kernel(Fp8QuantKernel kernel);
+Fp8QuantKernel fp8_quant_kernel();
 
 // x: device pointer, [rows, cols] row-major and 16-byte aligned, dtype 0 float, 1 bfloat16,
 // 2 half; cols a multiple of 128; padded_rows >= rows a multiple of 128 (block mode: = rows).

@@ -167,6 +167,24 @@ const Fp8Tensor& Fp8WeightCache::get(const std::vector<at::Tensor>& weights) {
 
 bool fp8_fits(int64_t in, int64_t out) { return in > 0 && out > 0 && in % (4 * kFp8Tile) == 0 && out % (4 * kFp8Tile) == 0; }
 
+void set_fp8_quant_kernel(const std::string& name, const std::string& flag) {
+  if (name != "vector" && name != "staged")
+    throw Error(ErrorKind::kInvalidArgument, flag + ": expected vector or staged, got '" + name + "'");
+#ifdef EMBER_CUDA_KERNELS
+  kernels::set_fp8_quant_kernel(name == "staged" ? kernels::Fp8QuantKernel::kStaged : kernels::Fp8QuantKernel::kVector);
+#else
+  throw Error(ErrorKind::kInvalidArgument, flag + ": ember was built without its CUDA kernels (nvcc was not found)");
+#endif
+}
+
+std::string fp8_quant_kernel_name() {
+#ifdef EMBER_CUDA_KERNELS
+  return kernels::fp8_quant_kernel() == kernels::Fp8QuantKernel::kStaged ? "staged" : "vector";
+#else
+  return "none";
+#endif
+}
+
 std::string fp8_unsupported_reason(at::Device device) {
   if (!device.is_cuda()) return "";
 #ifdef EMBER_CUDA_KERNELS

@@ -79,6 +79,13 @@ class Fp8WeightCache {
 // 2048 -> 256 0.55x, the small preset's 768-wide layers 0.34-0.69x; bench/results/fp8_h200_*).
 bool fp8_fits(int64_t in, int64_t out);
 
+// The quantisation kernel of the CUDA path, process-wide: "vector" (the default) or "staged" (the
+// first version, kept so that a benchmark can time one against the other in one run; both give the
+// same bytes: kernels/fp8_quant.h). Throws Error kInvalidArgument naming `flag` for another name
+// or where ember was built without its CUDA kernels.
+void set_fp8_quant_kernel(const std::string& name, const std::string& flag);
+std::string fp8_quant_kernel_name();
+
 // "" where fp8_linear can run on `device` (the CPU always; CUDA: sm_90 and ember's kernels built),
 // else why not.
 std::string fp8_unsupported_reason(at::Device device);
