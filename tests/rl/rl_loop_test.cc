@@ -169,8 +169,8 @@ TEST(RlLoop, PpoResumesWithItsValueHead) {
   EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
 }
 
-// Sync mode resumes bit for bit: a run stopped after step 2 and resumed gives the uninterrupted
-// run's figures for steps 3 and 4 exactly (==, not near), and the same weights at the end.
+// Sync mode resumes bit for bit: a run stopped after step 1 and resumed gives the uninterrupted
+// run's figures for steps 2 and 3 exactly (==, not near), and the same weights at the end.
 // (Async cannot: rl_loop.h says why.)
 void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
   auto c = tiny_run(dir + "/whole");
@@ -178,18 +178,18 @@ void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
   c.algo = algo;
   c.groups_per_step = 2;
   c.max_episode_steps = 16;
-  c.iterations = 4;
+  c.iterations = 3;
   auto whole = run_rl(c);
   c.output_dir = dir + "/parts";
-  c.iterations = 2;
+  c.iterations = 1;
   run_rl(c);
   c.resume = true;
-  c.iterations = 4;
+  c.iterations = 3;
   auto rest = run_rl(c);
-  ASSERT_EQ(whole.iterations.size(), 4u);
+  ASSERT_EQ(whole.iterations.size(), 3u);
   ASSERT_EQ(rest.iterations.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    const auto &a = whole.iterations[i + 2], &b = rest.iterations[i];
+    const auto &a = whole.iterations[i + 1], &b = rest.iterations[i];
     EXPECT_EQ(a.step, b.step);
     EXPECT_EQ(a.env_steps, b.env_steps) << "step " << a.step;
     const auto &x = a.learner, &y = b.learner;
@@ -203,7 +203,7 @@ void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
     EXPECT_EQ(x.value_loss, y.value_loss) << "step " << a.step;
   }
   // a learning run: the figures compared are of updates that moved the policy
-  EXPECT_GT(whole.iterations[3].learner.kl, 0);
+  EXPECT_GT(whole.iterations[2].learner.kl, 0);
   std::vector<std::string> files{"model.safetensors", "optimizer.safetensors"};
   if (algo == "ppo") files.push_back("value_head.safetensors");
   for (const auto& f : files) {
