@@ -62,44 +62,54 @@ void Learner::accumulate(const Group& group) {
     ++acc_.flat_groups;
     return;
   }
-  std::vector<const ChunkRecord*> chunks;
-  std::vector<double> chunk_adv;
   for (size_t m = 0; m < group.members.size(); ++m)
-    for (const auto& c : group.members[m].chunks) chunks.push_back(&c), chunk_adv.push_back(adv[m]);
-  for (size_t at = 0; at < chunks.size(); at += size_t(options_.micro_batch)) {
-    const size_t end = std::min(chunks.size(), at + size_t(options_.micro_batch));
-    micro_step({chunks.begin() + long(at), chunks.begin() + long(end)}, {chunk_adv.begin() + long(at), chunk_adv.begin() + long(end)},
-               {});
-  }
+    for (const auto& c : group.members[m].chunks) pending_.push_back({c, adv[m], 0.0});
+  drain(false);
 }
 
 void Learner::accumulate_ppo(const Group& group) {
-  std::vector<const ChunkRecord*> chunks;
-  std::vector<double> adv, ret;
+  const size_t first = pending_.size();
   for (const auto& t : group.members) {
     acc_.success += t.success;
     acc_.ret += t.ret;
     ++episodes_;
     std::vector<double> rewards, values;
-    for (const auto& c : t.chunks) chunks.push_back(&c), rewards.push_back(c.reward), values.push_back(c.value);
+    for (const auto& c : t.chunks) rewards.push_back(c.reward), values.push_back(c.value);
     Gae g = gae(rewards, values, options_.gamma, options_.gae_lambda);
-    adv.insert(adv.end(), g.advantages.begin(), g.advantages.end());
-    ret.insert(ret.end(), g.returns.begin(), g.returns.end());
+    for (size_t k = 0; k < t.chunks.size(); ++k) pending_.push_back({t.chunks[k], g.advantages[k], g.returns[k]});
   }
   ++acc_.groups;
-  if (chunks.empty()) return;
+  const size_t n = pending_.size() - first;
+  if (n == 0) return;
   // normalised over the group's chunks (PPO's usual per-batch normalisation, per group here
   // because the batch streams in)
   double mean = 0, var = 0;
-  for (double a : adv) mean += a / double(adv.size());
-  for (double a : adv) var += (a - mean) * (a - mean) / double(adv.size());
+  for (size_t i = first; i < pending_.size(); ++i) mean += pending_[i].advantage / double(n);
+  for (size_t i = first; i < pending_.size(); ++i) var += (pending_[i].advantage - mean) * (pending_[i].advantage - mean) / double(n);
   const double sd = std::sqrt(var);
-  for (double& a : adv) a = sd > 1e-8 ? (a - mean) / (sd + 1e-8) : 0.0;
-  for (size_t at = 0; at < chunks.size(); at += size_t(options_.micro_batch)) {
-    const size_t end = std::min(chunks.size(), at + size_t(options_.micro_batch));
-    micro_step({chunks.begin() + long(at), chunks.begin() + long(end)}, {adv.begin() + long(at), adv.begin() + long(end)},
-               {ret.begin() + long(at), ret.begin() + long(end)});
+  for (size_t i = first; i < pending_.size(); ++i) {
+    double& a = pending_[i].advantage;
+    a = sd > 1e-8 ? (a - mean) / (sd + 1e-8) : 0.0;
   }
+  drain(false);
+}
+
+void Learner::drain(bool all) {
+  const size_t m = size_t(options_.micro_batch);
+  size_t at = 0;
+  while (pending_.size() - at >= m || (all && at < pending_.size())) {
+    const size_t end = std::min(pending_.size(), at + m);
+    std::vector<const ChunkRecord*> chunks;
+    std::vector<double> adv, ret;
+    for (size_t i = at; i < end; ++i) {
+      chunks.push_back(&pending_[i].chunk);
+      adv.push_back(pending_[i].advantage);
+      if (options_.ppo) ret.push_back(pending_[i].ret);
+    }
+    micro_step(chunks, adv, ret);
+    at = end;
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + long(at));
 }
 
 void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const std::vector<double>& advantages,
@@ -142,7 +152,9 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
 }
 
 StepStats Learner::step() {
+  drain(true);  // the step's last, partial micro-batch
   StepStats out = acc_;
+  out.micro_batches = micro_batches_;
   if (episodes_ > 0) out.success /= double(episodes_), out.ret /= double(episodes_);
   if (acc_.terms > 0) {
     const double n = double(acc_.terms);

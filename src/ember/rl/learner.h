@@ -1,8 +1,10 @@
 // The learner: GRPO or PPO over the groups the rollouts produce, through the shared training step
-// (train/train_step.h, as `ember train`). Each group is cut into micro-batches of chunks as soon
-// as it arrives; each micro-batch's clipped-ratio loss (grpo.h) is the step's loss hook
-// (TrainStep::add: autocast, backward into the accumulated gradients); step() ends the
-// TrainStep: the gradients scaled by 1 / the terms accumulated, clipped by global norm, AdamW. The ratio is against the
+// (train/train_step.h, as `ember train`). Each group's chunks get their advantages as the group
+// arrives and join a queue; every micro_batch chunks of it, across groups, form a micro-batch at
+// once, whose clipped-ratio loss (grpo.h) is the step's loss hook (TrainStep::add: autocast,
+// backward into the accumulated gradients); step() runs the partial micro-batch left, then ends
+// the TrainStep: the gradients scaled by 1 / the terms accumulated, clipped by global norm,
+// AdamW. How chunks split into micro-batches changes only the order of the sums. The ratio is against the
 // log-probabilities recorded at sampling time, whichever weights version sampled them.
 // KL to the starting policy is measured on the same terms (no gradient).
 //
@@ -40,6 +42,7 @@ struct StepStats {
   double grad_norm = 0;
   int64_t terms = 0;     // chunk x denoising step terms with an advantage
   int64_t chunks = 0, groups = 0, flat_groups = 0;  // flat: equal returns, no signal
+  int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step
   double success = 0, ret = 0;  // over the groups' episodes
   double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
 };
@@ -53,7 +56,8 @@ class Learner {
   Learner(const Learner&) = delete;  // the steps hold references to the states
   Learner& operator=(const Learner&) = delete;
 
-  // Adds a group's gradients.
+  // Adds a group (copies its chunks): its full micro-batches' gradients now, the rest with the
+  // next group's chunks or at step().
   void accumulate(const Group& group);
   // One optimizer step over what was accumulated since the last one (none when no term had an
   // advantage); returns its figures and starts the next accumulation.
@@ -72,6 +76,8 @@ class Learner {
   void micro_step(const std::vector<const ChunkRecord*>& chunks, const std::vector<double>& advantages,
                   const std::vector<double>& returns);
   void accumulate_ppo(const Group& group);
+  // runs the queue's full micro-batches (all: and the partial one left)
+  void drain(bool all);
 
   model::Pi05Policy reference_;
   ValueHead value_;
@@ -81,6 +87,11 @@ class Learner {
   train::PolicyState state_, value_state_;
   std::unique_ptr<train::TrainStep> step_, value_step_;
   int64_t value_terms_ = 0;
+  struct Pending {
+    ChunkRecord chunk;
+    double advantage = 0, ret = 0;  // ret: PPO's value target
+  };
+  std::vector<Pending> pending_;  // chunks with advantages, not in a micro-batch yet
   StepStats acc_;
   at::Tensor clipped_, kl_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;

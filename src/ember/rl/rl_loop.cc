@@ -226,7 +226,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
-             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}});
+             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
     if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {
