@@ -4,12 +4,12 @@
 # figures are the means over the steps after the first (the warm-up).
 #
 #   bash bench/rl_throughput.sh            # both parts
-#   PART=modes|batcher bash bench/rl_throughput.sh
+#   PART=modes|sync|async|batcher bash bench/rl_throughput.sh   (modes: sync, then async)
 # Environment:
 #   EMBER=build/bin/ember  POLICY="--policy.preset tiny --policy.image_size 32"  (or --checkpoint DIR)
 #   DEVICE=cpu RENDERER=auto ITERATIONS=6 WORKERS=2 ENVS=4 N_GROUPS=4 GROUP=4 EPISODE=40
 #   REPLAN=5 BATCH=8 TIMEOUT=5 BATCHES="1 4 8" TIMEOUTS="1 10"  EXTRA (more ember rl flags)
-#   NAME_PREFIX (before each run's name, e.g. ppo_)
+#   NAME_PREFIX (before each run's name, e.g. ppo_)  RUN_TIMEOUT (seconds a run may take, default 600)
 # Writes under $OUT (default /tmp/ember-out): rl_<run>.log, rl_<run>_metrics.jsonl and
 # rl_throughput.jsonl (one summary line per run).
 set -uo pipefail
@@ -24,8 +24,9 @@ mkdir -p "$out"
 
 run() {  # name, then extra flags
   local name="${NAME_PREFIX:-}$1"; shift
+  ((${RUN_TIMEOUT:-600} >= 10)) || { echo "rl $name skipped: RUN_TIMEOUT=${RUN_TIMEOUT} s left"; return 1; }
   # shellcheck disable=SC2086
-  "$ember" rl $POLICY --output_dir "$work/$name" --device "$DEVICE" --renderer "$RENDERER" --suite easy --seed 0 \
+  timeout "${RUN_TIMEOUT:-600}" "$ember" rl $POLICY --output_dir "$work/$name" --device "$DEVICE" --renderer "$RENDERER" --suite easy --seed 0 \
     --rl.iterations "$ITERATIONS" --rl.env_workers "$WORKERS" --rl.envs_per_worker "$ENVS" --rl.groups_per_step "$N_GROUPS" \
     --rl.group_size "$GROUP" --rl.max_episode_steps "$EPISODE" --rl.replan_steps "$REPLAN" --rl.shaping 10 $EXTRA "$@" \
     >"$out/rl_$name.log" 2>&1 || { echo "rl $name failed (see $out/rl_$name.log)"; return 1; }
@@ -41,8 +42,10 @@ PY
   tail -n 1 "$out/rl_throughput.jsonl"
 }
 
-if [[ "$PART" == all || "$PART" == modes ]]; then
+if [[ "$PART" == all || "$PART" == modes || "$PART" == sync ]]; then
   run sync --rl.mode sync --rl.max_batch "$BATCH" --rl.batch_timeout_ms "$TIMEOUT"
+fi
+if [[ "$PART" == all || "$PART" == modes || "$PART" == async ]]; then
   run async --rl.mode async --rl.max_batch "$BATCH" --rl.batch_timeout_ms "$TIMEOUT"
 fi
 if [[ "$PART" == all || "$PART" == batcher ]]; then

@@ -290,7 +290,7 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
-  o.micro_batch = 2;
+  o.micro_batch = 4;  // 6 chunks a group: micro-batches of 4, 4 (across the groups) and 4
   Learner streamed(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
   o.micro_batch = 100;
   Learner batched(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
@@ -299,6 +299,8 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
   batched.accumulate(gs[1]);
   batched.accumulate(gs[0]);
   auto a = streamed.step(), c = batched.step();
+  EXPECT_EQ(a.micro_batches, 3);
+  EXPECT_EQ(c.micro_batches, 1);  // at step(): the partial micro-batch left
   EXPECT_EQ(a.terms, c.terms);
   EXPECT_EQ(a.terms, 2 * 3 * 2 * shape.flow_steps);
   EXPECT_NEAR(a.loss, c.loss, 1e-6);

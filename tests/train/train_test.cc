@@ -393,6 +393,47 @@ TEST(TrainStep, Fp8WeightsAreRequantisedOncePerStepNotPerMicroBatch) {
   EXPECT_EQ(up->weight.scalar_type(), at::kFloat);  // master weights stay as they were
 }
 
+// The loss hook (RL's learner): micro-batches backpropagated before the step's count is known
+// (divisor 1) and scaled by 1 / count at finish() give the step whose divisor was known up
+// front; the norm is the mean gradient's, and the state needs no policy module.
+TEST(TrainStep, LossHookWithTheCountKnownLateMatchesTheCountKnownFirst) {
+  at::manual_seed(3);
+  const auto w0 = at::randn({4, 3}), x = at::randn({6, 3}), y = at::randn({6, 4});
+  auto make_state = [&] {
+    PolicyState s;
+    s.params.emplace_back("w", w0.clone().set_requires_grad(true));
+    s.param_list.push_back(s.params[0].second);
+    s.optimizer = std::make_unique<AdamW>(s.params, AdamWOptions{0.9, 0.95, 1e-8, 0.0});
+    return s;
+  };
+  // two micro-batches of 2 and 4 rows: the sum of squared errors over their 24 entries
+  auto loss = [&](PolicyState& s, int64_t from, int64_t n) {
+    return (at::matmul(x.narrow(0, from, n), s.params[0].second.t()) - y.narrow(0, from, n)).square().sum();
+  };
+  const double count = 24;
+  auto late = make_state(), first = make_state();
+  TrainStep a(late, at::kCPU, 1e9, false, nullptr, 0), b(first, at::kCPU, 1e9, false, nullptr, 0);
+  for (int k = 0; k < 2; ++k) {  // the second step starts from begin()'s cleared gradients
+    a.begin();
+    b.begin();
+    a.add([&] { return loss(late, 0, 2); });
+    a.add([&] { return loss(late, 2, 4); });
+    b.add([&] { return loss(first, 0, 2); }, count);
+    b.add([&] { return loss(first, 2, 4); }, count);
+    // the mean gradient, by hand, before either steps
+    auto w = late.params[0].second.detach().clone().set_requires_grad(true);
+    auto mean = (at::matmul(x, w.t()) - y).square().sum() / count;
+    mean.backward();
+    auto oa = a.finish(1e-2, count), ob = b.finish(1e-2, count);
+    EXPECT_NEAR(oa.loss.item<double>(), mean.item<double>(), 1e-6);
+    EXPECT_NEAR(ob.loss.item<double>(), mean.item<double>(), 1e-6);
+    EXPECT_NEAR(oa.grad_norm.item<double>(), w.grad().norm().item<double>(), 1e-5);
+    EXPECT_NEAR(ob.grad_norm.item<double>(), w.grad().norm().item<double>(), 1e-5);
+    EXPECT_TRUE(at::allclose(late.params[0].second, first.params[0].second, 1e-6, 1e-7));
+  }
+  EXPECT_FALSE(at::allclose(late.params[0].second, w0));
+}
+
 TEST(TrainBadInput, Fp8WithNoFittingLayerNamesTheFlag) {
   test::TempDir dir;
   auto config = tiny_config(dir.path() + "/run", 1);

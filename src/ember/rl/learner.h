@@ -1,15 +1,18 @@
-// The learner: GRPO or PPO over the groups the rollouts produce. Each group is cut into micro-batches
-// of chunks as soon as it arrives; their clipped-ratio losses (grpo.h) are summed into the
-// gradients (accumulation); step() divides by the number of terms accumulated, clips the
-// global norm and steps AdamW (train/optimizer.h, as `ember train`). The ratio is against the
+// The learner: GRPO or PPO over the groups the rollouts produce, through the shared training step
+// (train/train_step.h, as `ember train`). Each group's chunks get their advantages as the group
+// arrives and join a queue; every micro_batch chunks of it, across groups, form a micro-batch at
+// once, whose clipped-ratio loss (grpo.h) is the step's loss hook (TrainStep::add: autocast,
+// backward into the accumulated gradients); step() runs the partial micro-batch left, then ends
+// the TrainStep: the gradients scaled by 1 / the terms accumulated, clipped by global norm,
+// AdamW. How chunks split into micro-batches changes only the order of the sums. The ratio is against the
 // log-probabilities recorded at sampling time, whichever weights version sampled them.
 // KL to the starting policy is measured on the same terms (no gradient).
 //
 // GRPO: every chunk of a trajectory has the trajectory's group-relative advantage (grpo.h).
 // PPO: each chunk has its own GAE advantage from its reward and the values recorded at
 // sampling (value_head.h), normalised over the group's chunks; the value head is fitted to
-// the GAE returns (0.5 (V - R)^2 per chunk) by an AdamW of its own (value_lr), on the
-// prefix features the log-probability pass computes anyway.
+// the GAE returns (0.5 (V - R)^2 per chunk) by a TrainStep and AdamW of its own (value_lr), on
+// the prefix features the log-probability pass computes anyway.
 #pragma once
 
 #include <memory>
@@ -17,7 +20,7 @@
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/trajectory.h"
 #include "ember/rl/value_head.h"
-#include "ember/train/optimizer.h"
+#include "ember/train/train_step.h"
 
 namespace ember::rl {
 
@@ -39,6 +42,7 @@ struct StepStats {
   double grad_norm = 0;
   int64_t terms = 0;     // chunk x denoising step terms with an advantage
   int64_t chunks = 0, groups = 0, flat_groups = 0;  // flat: equal returns, no signal
+  int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step
   double success = 0, ret = 0;  // over the groups' episodes
   double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
 };
@@ -49,41 +53,47 @@ class Learner {
   // value: PPO's value head, trained in place (required with options.ppo).
   Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options,
           ValueHead value = nullptr);
+  Learner(const Learner&) = delete;  // the steps hold references to the states
+  Learner& operator=(const Learner&) = delete;
 
-  // Adds a group's gradients.
+  // Adds a group (copies its chunks): its full micro-batches' gradients now, the rest with the
+  // next group's chunks or at step().
   void accumulate(const Group& group);
   // One optimizer step over what was accumulated since the last one (none when no term had an
   // advantage); returns its figures and starts the next accumulation.
   StepStats step();
 
-  train::Optimizer& optimizer() { return *optimizer_; }
-  model::NamedTensors& params() { return params_; }
-  model::Pi05Policy policy() { return policy_; }
+  train::Optimizer& optimizer() { return *state_.optimizer; }
+  model::NamedTensors& params() { return state_.params; }
+  model::Pi05Policy policy() { return state_.policy; }
   ValueHead value() { return value_; }
   // PPO: the value head's parameters and optimizer (checkpointed beside the policy's)
-  model::NamedTensors& value_params() { return value_params_; }
-  train::Optimizer* value_optimizer() { return value_optimizer_.get(); }
+  model::NamedTensors& value_params() { return value_state_.params; }
+  train::Optimizer* value_optimizer() { return value_state_.optimizer.get(); }
 
  private:
   // returns: PPO's value targets (empty for GRPO)
   void micro_step(const std::vector<const ChunkRecord*>& chunks, const std::vector<double>& advantages,
                   const std::vector<double>& returns);
   void accumulate_ppo(const Group& group);
+  // runs the queue's full micro-batches (all: and the partial one left)
+  void drain(bool all);
 
-  model::Pi05Policy policy_, reference_;
+  model::Pi05Policy reference_;
   ValueHead value_;
-  model::NamedTensors value_params_;
-  std::vector<at::Tensor> value_param_list_;
-  std::unique_ptr<train::Optimizer> value_optimizer_;
-  at::Tensor value_loss_sum_;
-  int64_t value_terms_ = 0;
   at::Device device_;
   LearnerOptions options_;
-  model::NamedTensors params_;
-  std::vector<at::Tensor> param_list_;
-  std::unique_ptr<train::Optimizer> optimizer_;
+  // the policy's parameters and AdamW, and the value head's (no module: TrainStep's parts only)
+  train::PolicyState state_, value_state_;
+  std::unique_ptr<train::TrainStep> step_, value_step_;
+  int64_t value_terms_ = 0;
+  struct Pending {
+    ChunkRecord chunk;
+    double advantage = 0, ret = 0;  // ret: PPO's value target
+  };
+  std::vector<Pending> pending_;  // chunks with advantages, not in a micro-batch yet
   StepStats acc_;
-  at::Tensor loss_sum_, clipped_, kl_sum_;
+  at::Tensor clipped_, kl_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
 };

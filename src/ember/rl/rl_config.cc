@@ -47,7 +47,7 @@ void validate(const RlConfig& c) {
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
-  X(render_layout) X(kl_every)
+  X(render_layout) X(kl_every) X(rollout_stream)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

@@ -34,6 +34,7 @@ struct RlConfig {
   int64_t envs_per_worker = 4;
   int64_t max_batch = 8;          // dynamic batcher: run when this many requests wait ...
   double batch_timeout_ms = 5;    // ... or the oldest waited this long
+  bool rollout_stream = true;     // CUDA: the rollout on a stream of its own (rollout_server.h)
   int64_t replan_steps = 5;       // chunk steps executed before the policy is asked again
   int64_t max_episode_steps = 0;  // > 0: cut episodes at this many steps (else the task's limit)
   double noise_std = 0.2;         // flow-noise std per denoising step (normalised units)

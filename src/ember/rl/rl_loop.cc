@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -141,7 +142,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms}, from.step,
+  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream}, from.step,
                        rollout_value);
   const int64_t gps = c.groups_per_step;
   EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps);
@@ -200,6 +201,9 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
       if (async) timed([&] { learner.accumulate(*g); });
       else batch.push_back(std::move(*g));
     }
+    // sync: in group order, whichever finished first, so that the step's sums do not depend on
+    // the workers' timing (the run is then bit-exact and resumes bit-exactly; rl_loop.h)
+    std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
     for (const auto& g : batch) timed([&] { learner.accumulate(g); });
     timed([&] { it.learner = learner.step(); });
     server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
@@ -222,7 +226,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
-             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}});
+             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
     if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {

@@ -13,6 +13,17 @@
 // checkpoints/<step>/ (the policy files as `ember train` writes them, so `ember eval
 // --checkpoint` reads them; optimizer.safetensors; rl_state.json). --resume continues from the
 // latest checkpoint.
+//
+// Reproducibility. Sync mode on the CPU is bit-exact, and so is its resume (rl_loop_test): every
+// random draw is seeded by the episode (initial states, the env's seed, each request's noise
+// stream: flow_noise.h), a request's chain does not depend on the batch it was sampled in, every
+// chunk of a step is sampled by the same weights, and the step's groups enter accumulation in
+// group order. On CUDA, not claimed: the libraries may pick other kernels for another batch size
+// (the dynamic batcher's batches follow the timing), so a chain can differ in its last bits. Async
+// is not, by nature: the version of the weights that samples a chunk depends on where the
+// episode was when the learner swapped them in, and groups enter accumulation as they finish;
+// both follow the threads' timing. A resumed async run starts with an empty pipeline (the
+// uninterrupted run had the next step's episodes under way, sampled by older weights).
 #pragma once
 
 #include <functional>

@@ -1,6 +1,11 @@
 #include "ember/rl/rollout_server.h"
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <optional>
 
 #include "ember/eval/checkpoint_policy.h"
 #include "ember/rl/policy_setup.h"
@@ -8,10 +13,22 @@
 
 namespace ember::rl {
 
+struct RolloutServer::Stream {
+  explicit Stream(const at::Device& device) : stream(c10::cuda::getStreamFromPool(false, device.index())) {}
+  c10::cuda::CUDAStream stream;
+  std::optional<at::cuda::CUDAEvent> swapped;  // recorded after a swap's copies (under weights_mu_)
+};
+
 RolloutServer::RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
                              BatchingOptions batching, int64_t version, ValueHead value)
     : policy_(std::move(policy)), value_(std::move(value)), builder_(builder), noise_(noise), device_(device),
       batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version) {
+  if (device_.is_cuda() && batching.own_stream) {
+    stream_ = std::make_unique<Stream>(device_);
+    // the policy's weights were copied in on this thread's stream: the first batch waits for them
+    stream_->swapped.emplace();
+    stream_->swapped->record(c10::cuda::getCurrentCUDAStream(device_.index()));
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -33,10 +50,18 @@ void RolloutServer::swap_weights(model::Pi05PolicyImpl& from, int64_t version, c
   std::lock_guard<std::mutex> lock(weights_mu_);
   copy_weights(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
+  if (stream_) {
+    // the copies ran on the caller's stream: the rollout's next batch waits for them there
+    stream_->swapped.emplace();
+    stream_->swapped->record(c10::cuda::getCurrentCUDAStream(device_.index()));
+  }
   version_ = version;
 }
 
 void RolloutServer::loop() {
+  // this thread's kernels on the rollout's stream (the current stream is per thread)
+  std::optional<c10::cuda::CUDAStreamGuard> on_stream;
+  if (stream_) on_stream.emplace(stream_->stream);
   for (;;) {
     auto batch = batcher_.take();
     if (batch.empty()) return;
@@ -64,6 +89,10 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
   std::vector<double> values(batch.size(), 0.0);
   {
     std::lock_guard<std::mutex> lock(weights_mu_);
+    if (stream_ && stream_->swapped) {
+      stream_->swapped->block(stream_->stream);
+      stream_->swapped.reset();
+    }
     train::Bf16Autocast bf16(device_.is_cuda());
     chain = sample_chain(*policy_, in, noise_, seeds);
     if (value_) {

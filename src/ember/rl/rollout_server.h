@@ -2,7 +2,11 @@
 // needs a chunk; a thread takes dynamic batches (batcher.h), samples the flow-noise chain for
 // them (flow_noise.h) with the prefix computed once per request, and answers each request with
 // its chain, log-probabilities, action chunk and the version of the weights that produced it.
-// The learner swaps new weights in between two batches.
+// The learner swaps new weights in between two batches. On CUDA the rollout runs on a stream of
+// its own (BatchingOptions::own_stream): its forward passes overlap the learner's (on the
+// default stream) instead of queueing behind them, and its copies back to the host wait for its
+// own work only. A swap's copies, made on the learner's stream, are fenced by an event that the
+// rollout's stream waits for before its next batch.
 #pragma once
 
 #include <atomic>
@@ -32,6 +36,7 @@ struct PolicyResponse {
 struct BatchingOptions {
   int max_batch = 8;
   double timeout_ms = 5;
+  bool own_stream = true;  // CUDA: the rollout's kernels on a stream of their own (--rl.rollout_stream)
 };
 
 class RolloutServer {
@@ -63,6 +68,7 @@ class RolloutServer {
     uint64_t seed = 0;
     std::shared_ptr<std::promise<PolicyResponse>> reply;
   };
+  struct Stream;  // the CUDA stream and the swap's fence (none on the CPU)
   void loop();
   void run_batch(std::vector<Request>& batch);
 
@@ -72,6 +78,7 @@ class RolloutServer {
   FlowNoise noise_;
   at::Device device_;
   DynamicBatcher<Request> batcher_;
+  std::unique_ptr<Stream> stream_;
   std::mutex weights_mu_;
   int64_t version_;
   std::atomic<int64_t> busy_ns_{0}, batches_{0}, requests_{0};

@@ -62,11 +62,8 @@ TrainStep::TrainStep(PolicyState& state, at::Device device, double grad_clip_nor
 
 StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& mark) {
   auto& policy = state_.module;
-  state_.optimizer->zero_grad();
+  begin();
   const double divisor = collectives_ ? common_divisor_ : std::max(batch.loss_count, 1.0);
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(device_));
-  StepOutput out;
-  at::Tensor grad_scale;  // ranks only
   // the step's flow noise and times, drawn at once in sample order (as loss() would draw them for
   // one micro-batch): splitting the step into micro-batches (accumulation) does not change them
   at::Tensor noise, time;
@@ -80,23 +77,53 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
   }
   int64_t first = 0;  // the micro-batch's first sample in the step
   size_t micro_done = 0;
+  double flops = 0;
   for (const auto& micro_host : batch.micro) {
-    if (collectives_ && ++micro_done == batch.micro.size()) collectives_->arm_gradient_sync();
     auto micro = micro_host.to(device_);
-    model::LossOut lo;
-    {
-      Bf16Autocast bf16_scope(autocast_, device_.type());
-      if (mark) mark(StepPhase::kCopy);
-      const int64_t n = micro.samples;
-      lo = policy->loss(micro, noise.narrow(0, first, n), time.narrow(0, first, n));
-      first += n;
-      if (mark) mark(StepPhase::kForward);
-      (lo.loss_sum / divisor).backward();
-      if (mark) mark(StepPhase::kBackward);
-    }
-    loss_sum = loss_sum + lo.loss_sum.detach();
-    out.flops += policy->step_flops(micro_host, /*real=*/true);
+    if (mark) mark(StepPhase::kCopy);
+    add(
+        [&] {
+          const int64_t n = micro.samples;
+          auto lo = policy->loss(micro, noise.narrow(0, first, n), time.narrow(0, first, n));
+          first += n;
+          return lo.loss_sum;
+        },
+        divisor, ++micro_done == batch.micro.size(), mark);
+    flops += policy->step_flops(micro_host, /*real=*/true);
   }
+  auto out = finish(lr, batch.loss_count, mark);
+  out.flops = flops;
+  return out;
+}
+
+void TrainStep::begin() {
+  state_.optimizer->zero_grad();
+  loss_sum_ = at::zeros({}, at::TensorOptions().device(device_));
+  divisor_ = 1.0;
+}
+
+at::Tensor TrainStep::add(const std::function<at::Tensor()>& loss_sum, double divisor, bool last, const PhaseMark& mark) {
+  if (!loss_sum_.defined()) throw Error(ErrorKind::kInternal, "TrainStep::add: no step begun");
+  if (collectives_) divisor = common_divisor_;
+  divisor_ = divisor;
+  if (collectives_ && last) collectives_->arm_gradient_sync();
+  at::Tensor sum;
+  {
+    Bf16Autocast bf16_scope(autocast_, device_.type());
+    sum = loss_sum();
+    if (mark) mark(StepPhase::kForward);
+    (sum / divisor).backward();
+    if (mark) mark(StepPhase::kBackward);
+  }
+  sum = sum.detach();
+  loss_sum_ = loss_sum_ + sum;
+  return sum;
+}
+
+StepOutput TrainStep::finish(double lr, double loss_count, const PhaseMark& mark) {
+  if (!loss_sum_.defined()) throw Error(ErrorKind::kInternal, "TrainStep::finish: no step begun");
+  StepOutput out;
+  at::Tensor grad_scale;  // undefined: the gradients are already the mean's
   if (collectives_) {
     std::vector<at::Tensor> grads;
     for (auto& p : state_.param_list) {
@@ -104,20 +131,23 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
       grads.push_back(p.grad());
     }
     collectives_->reduce_gradients(grads);
-    std::vector<at::Tensor> l{loss_sum, at::full({}, batch.loss_count, loss_sum.options())};
+    std::vector<at::Tensor> l{loss_sum_, at::full({}, loss_count, loss_sum_.options())};
     collectives_->all_reduce_sum(l);
     auto global_count = l[1].clamp_min(1.0);
-    grad_scale = divisor / global_count;
+    grad_scale = divisor_ / global_count;
     out.loss = l[0] / global_count;
   } else {
-    out.loss = loss_sum / divisor;
+    const double count = std::max(loss_count, 1.0);
+    if (divisor_ != count) grad_scale = at::full({}, divisor_ / count, at::TensorOptions().device(device_).dtype(at::kFloat));
+    out.loss = loss_sum_ / count;
   }
-  // the clipping (and the ranks' scale) is applied by the optimizer as it reads the gradients
+  // the clipping (and the scale) is applied by the optimizer as it reads the gradients
   auto clip = clip_and_scale(state_.param_list, grad_clip_norm_, grad_scale, state_.norm_over_ranks);
   out.grad_norm = clip.norm;
   state_.optimizer->step(lr, clip.multiplier);
   model::fp8_weights_updated();  // the FP8 layers re-quantise their weights once, at their next use
   if (mark) mark(StepPhase::kOptimizer);
+  loss_sum_ = at::Tensor();
   return out;
 }
 
