@@ -12,13 +12,16 @@
 #   eval     ember eval --checkpoint (the run's latest) --suite ember10 --trials TRIALS
 #            --n_envs N_ENVS --replan_steps REPLAN --image_size IMAGE --renderer egl
 #   all      the three in turn (longer than one device call at the defaults: run them apart, or
-#            shorten TRAIN_SECONDS as bench/results/groot_sim_h200_2026-12-01.md did)
+#            give DEADLINE_S: then training gets at most what collect and EVAL_S leave of it, as in
+#            bench/results/groot_sim_h200_2026-12-01.md)
 #   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
 # Environment (defaults are the recipe of 2026-11-30, 71.4 % average success):
 #   EPISODES=50 IMAGE=128 POLICY_TYPE=pi05 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000
 #   LR=3e-4 SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
 #   POLICY_TYPE    pi05 | groot (--policy.type; groot's small preset is docs/groot.md's)
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
+#   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
+#                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
 #   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
@@ -74,11 +77,31 @@ evaluate() {
   ls "$ev/videos" >"$out/eval_${run}_videos.txt"
 }
 
+stage() {  # runs stage $1, printing how long it took
+  local t=$SECONDS
+  "$1"
+  local rc=$?
+  echo "sim_train_eval.sh: $1 took $((SECONDS - t)) s (rc $rc)"
+  return $rc
+}
+
+all() {
+  local t0=$SECONDS
+  stage collect || return 1
+  if [[ -n "${DEADLINE_S:-}" ]]; then
+    local left=$((DEADLINE_S - (SECONDS - t0) - ${EVAL_S:-150}))
+    ((left >= 60)) || { echo "sim_train_eval.sh: DEADLINE_S=$DEADLINE_S leaves ${left} s for training" >&2; return 1; }
+    ((left < ${TRAIN_SECONDS:-540})) && TRAIN_SECONDS=$left
+    echo "sim_train_eval.sh: training for at most ${TRAIN_SECONDS:-540} s (DEADLINE_S=$DEADLINE_S, EVAL_S=${EVAL_S:-150})"
+  fi
+  stage train && stage evaluate
+}
+
 case "${1:?usage: bench/sim_train_eval.sh collect|train|eval|all|speed}" in
   collect) collect ;;
   train) train ;;
   eval) evaluate ;;
-  all) collect && train && evaluate ;;
+  all) all ;;
   speed) "$ember" bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 --seconds 3 2>&1 | tee "$out/bench_sim_egl.jsonl" ;;
   *) echo "usage: bench/sim_train_eval.sh collect|train|eval|all|speed" >&2; exit 2 ;;
 esac

@@ -122,6 +122,7 @@ TEST(Train, GrootPolicyJsonSaysHowItWasTrained) {
   j["groot"]["dropout"] = 0.1;
   EXPECT_DOUBLE_EQ(groot_shape_from_json(j, file).dropout, 0.1);
   write_json_file(file, j);
+  write_checksums(first->dir);  // as if saved so
   config.steps = 3;
   config.resume = true;
   train(config, quiet());
