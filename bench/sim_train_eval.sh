@@ -25,9 +25,12 @@
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
 #   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
-#   EMBER          the binary (default build-gpu/bin/ember: bench/gpu_build.sh with .gl carried)
+#   EMBER          the binary (default build-gpu/bin/ember: bench/gpu_build.sh with .gl carried; or
+#                  one built elsewhere, as groot_sim_h200_2026-12-01.md says how)
+#   EMBER_SIM_ASSETS  assets/sim of the tree, where the binary was built in another place
 # Device-time cost on one H200, 2026-11-30: collect 195 s (500 episodes, 18701 frames), train
-# TRAIN_SECONDS (540 s), eval 137 s (500 trials). Each phase fits one 10-minute call; the
+# TRAIN_SECONDS (540 s), eval 137 s (500 trials); 2026-12-01 (nvidia-h200, process render
+# layout): collect 78 s, eval of 200 trials 19-31 s. Each phase fits one 10-minute call; the
 # phases share WORK, so run them on the same warm machine.
 # Writes under $OUT (default /tmp/ember-out), as the stages run: collect.log, RUN.log, RUN_metrics.jsonl,
 # eval_RUN.txt (the success table), eval_RUN.json, eval_RUN_videos.txt (the rollout files,
