@@ -7,22 +7,32 @@
 #
 #   collect  ember sim collect --suite ember10 --episodes_per_task EPISODES --image_size IMAGE
 #            --n_envs 16 --renderer egl --camera_dtype image, then ember data check
-#   train    ember train (PRESET, batch BATCH, horizon HORIZON, vision tower at VISION px), stopped
-#            after TRAIN_SECONDS at the latest; a checkpoint every SAVE steps keeps the work
+#   train    ember train (POLICY_TYPE, PRESET, batch BATCH, horizon HORIZON, vision tower at VISION px),
+#            stopped after TRAIN_SECONDS at the latest; a checkpoint every SAVE steps keeps the work
 #   eval     ember eval --checkpoint (the run's latest) --suite ember10 --trials TRIALS
 #            --n_envs N_ENVS --replan_steps REPLAN --image_size IMAGE --renderer egl
-#   all      the three in turn (longer than one device call at the defaults: run them apart)
+#   all      the three in turn (longer than one device call at the defaults: run them apart, or
+#            give DEADLINE_S: then training gets at most what collect and EVAL_S leave of it, as in
+#            bench/results/groot_sim_h200_2026-12-01.md)
 #   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
 # Environment (defaults are the recipe of 2026-11-30, 71.4 % average success):
-#   EPISODES=50 IMAGE=128 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000 LR=3e-4
-#   SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
+#   EPISODES=50 IMAGE=128 POLICY_TYPE=pi05 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000
+#   LR=3e-4 SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
+#   POLICY_TYPE    pi05 | groot (--policy.type; groot's small preset is docs/groot.md's)
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
+#   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
+#                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
+#   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
+#                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
 #   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
-#   EMBER          the binary (default build-gpu/bin/ember: bench/gpu_build.sh with .gl carried)
+#   EMBER          the binary (default build-gpu/bin/ember: bench/gpu_build.sh with .gl carried; or
+#                  one built elsewhere, as groot_sim_h200_2026-12-01.md says how)
+#   EMBER_SIM_ASSETS  assets/sim of the tree, where the binary was built in another place
 # Device-time cost on one H200, 2026-11-30: collect 195 s (500 episodes, 18701 frames), train
-# TRAIN_SECONDS (540 s), eval 137 s (500 trials). Each phase fits one 10-minute call; the
+# TRAIN_SECONDS (540 s), eval 137 s (500 trials); 2026-12-01 (nvidia-h200, process render
+# layout): collect 78 s, eval of 200 trials 19-31 s. Each phase fits one 10-minute call; the
 # phases share WORK, so run them on the same warm machine.
-# Writes under $OUT (default /tmp/ember-out): collect.log, RUN.log, RUN_metrics.jsonl,
+# Writes under $OUT (default /tmp/ember-out), as the stages run: collect.log, RUN.log, RUN_metrics.jsonl,
 # eval_RUN.txt (the success table), eval_RUN.json, eval_RUN_videos.txt (the rollout files,
 # which stay on the node under WORK), bench_sim_egl.jsonl.
 set -uo pipefail
@@ -33,6 +43,8 @@ out="${OUT:-/tmp/ember-out}"
 export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off on the shared machines (device README)
 run="${RUN:-train}"
 image="${IMAGE:-128}"
+device="${DEVICE:-cuda}"
+renderer="${RENDERER:-egl}"
 mkdir -p "$work" "$out"
 [[ -x "$ember" ]] || { echo "sim_train_eval.sh: $ember: not built (bench/gpu_build.sh)" >&2; exit 2; }
 # the NVIDIA driver's EGL vendor file, where the node has it there (the device README)
@@ -42,16 +54,16 @@ vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 collect() {
   rm -rf "$work/data"
   "$ember" sim collect --suite ember10 --episodes_per_task "${EPISODES:-50}" --output_dir "$work/data" \
-    --image_size "$image" --n_envs 16 --renderer egl --camera_dtype image 2>&1 | tail -n 15 | tee "$out/collect.log"
+    --image_size "$image" --n_envs 16 --renderer "$renderer" --camera_dtype image 2>&1 | tee "$out/collect.log" | tail -n 15
   "$ember" data check "$work/data" 2>&1 | tail -n 3 | tee -a "$out/collect.log"
 }
 
 train() {
   rm -rf "${work:?}/$run"
-  timeout "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device=cuda \
-    --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
+  timeout "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device="$device" \
+    --policy.type="${POLICY_TYPE:-pi05}" --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
     --steps="${STEPS:-6000}" --batch_size="${BATCH:-128}" --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 \
-    --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" ${TRAIN_EXTRA:-} 2>&1 | tail -n 40 | tee "$out/$run.log"
+    --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" ${TRAIN_EXTRA:-} 2>&1 | tee "$out/$run.log" | tail -n 40
   local rc=${PIPESTATUS[0]}
   ((rc == 124)) && echo "train: stopped by TRAIN_SECONDS=${TRAIN_SECONDS:-540} (the latest checkpoint is evaluated)" | tee -a "$out/$run.log"
   cp "$work/$run/metrics.jsonl" "$out/${run}_metrics.jsonl"
@@ -62,17 +74,37 @@ evaluate() {
   local ev="$work/eval_$run"
   rm -rf "$ev"
   "$ember" eval --checkpoint "$work/$run" --suite ember10 --trials "${TRIALS:-50}" --n_envs "${N_ENVS:-50}" \
-    --replan_steps "${REPLAN:-5}" --image_size "$image" --renderer egl --device cuda --output_dir "$ev" 2>&1 |
-    tail -n 20 | tee "$out/eval_$run.txt"
+    --replan_steps "${REPLAN:-5}" --image_size "$image" --renderer "$renderer" --device "$device" --output_dir "$ev" 2>&1 |
+    tee "$out/eval_$run.txt" | tail -n 20
   cp "$ev/eval.json" "$out/eval_$run.json"
   ls "$ev/videos" >"$out/eval_${run}_videos.txt"
+}
+
+stage() {  # runs stage $1, printing how long it took
+  local t=$SECONDS
+  "$1"
+  local rc=$?
+  echo "sim_train_eval.sh: $1 took $((SECONDS - t)) s (rc $rc)"
+  return $rc
+}
+
+all() {
+  local t0=$SECONDS
+  stage collect || return 1
+  if [[ -n "${DEADLINE_S:-}" ]]; then
+    local left=$((DEADLINE_S - (SECONDS - t0) - ${EVAL_S:-150}))
+    ((left >= 60)) || { echo "sim_train_eval.sh: DEADLINE_S=$DEADLINE_S leaves ${left} s for training" >&2; return 1; }
+    ((left < ${TRAIN_SECONDS:-540})) && TRAIN_SECONDS=$left
+    echo "sim_train_eval.sh: training for at most ${TRAIN_SECONDS:-540} s (DEADLINE_S=$DEADLINE_S, EVAL_S=${EVAL_S:-150})"
+  fi
+  stage train && stage evaluate
 }
 
 case "${1:?usage: bench/sim_train_eval.sh collect|train|eval|all|speed}" in
   collect) collect ;;
   train) train ;;
   eval) evaluate ;;
-  all) collect && train && evaluate ;;
+  all) all ;;
   speed) "$ember" bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 --seconds 3 2>&1 | tee "$out/bench_sim_egl.jsonl" ;;
   *) echo "usage: bench/sim_train_eval.sh collect|train|eval|all|speed" >&2; exit 2 ;;
 esac

@@ -29,6 +29,9 @@ grep -q "policy groot/tiny" "$dir/out.txt" || { cat "$dir/out.txt"; fail "no gro
 ckpt="$dir/run/checkpoints/latest"
 grep -q '"type": "groot"' "$ckpt/policy.json" || fail "policy.json has no type groot"
 grep -q '"horizon": 16' "$ckpt/policy.json" || fail "groot's default chunk is not 16"
+# the training-only settings are recorded: N1.5's dropout, the frozen backbone
+grep -q '"dropout": 0.2' "$ckpt/policy.json" || fail "policy.json does not record the dropout"
+grep -q '"tune_backbone": false' "$ckpt/policy.json" || fail "policy.json does not record the frozen backbone"
 # resume continues from the checkpoint
 run "${train[@]}" --output_dir="$dir/run" --steps=4 --resume=true
 grep -q "resuming from" "$dir/out.txt" || { cat "$dir/out.txt"; fail "no resume"; }

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
+#include "ember/core/json_file.h"
 #include "ember/model/pi05.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/optimizer.h"
+#include "ember/train/policy_checkpoint.h"
 #include "ember/model/processor.h"
 #include "ember/train/predict.h"
 #include "ember/train/train_step.h"
@@ -100,6 +102,42 @@ TEST(Train, CheckpointAloneIsEnoughForInference) {
   ASSERT_EQ(p.predicted[0].size(), 7u);
   for (const auto& row : p.predicted)
     for (float x : row) EXPECT_TRUE(std::isfinite(x));
+}
+
+// A groot checkpoint's policy.json records its training-only settings: the dropout (read back, so
+// a resumed run keeps it) and whether the backbone was tuned.
+TEST(Train, GrootPolicyJsonSaysHowItWasTrained) {
+  test::TempDir dir;
+  auto config = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu",
+                                   "--steps=2", "--batch_size=4", "--policy.type=groot", "--policy.tune_backbone=true",
+                                   "--dataset.image_size=32", "--num_workers=1", "--save_freq=2", "--dataset.episodes=[0]"});
+  train(config, quiet());
+  auto first = find_latest_checkpoint(dir.path() + "/run");
+  ASSERT_TRUE(first);
+  const std::string file = (first->dir / "policy.json").string();
+  auto j = read_json_file(file);
+  EXPECT_DOUBLE_EQ(j["groot"]["dropout"].get<double>(), model::GrootShape{}.dropout);
+  EXPECT_EQ(j["groot"]["tune_backbone"], true);
+  // a resumed run trains with the recorded dropout and records it again
+  j["groot"]["dropout"] = 0.1;
+  EXPECT_DOUBLE_EQ(groot_shape_from_json(j, file).dropout, 0.1);
+  write_json_file(file, j);
+  write_checksums(first->dir);  // as if saved so
+  config.steps = 3;
+  config.resume = true;
+  train(config, quiet());
+  auto latest = find_latest_checkpoint(dir.path() + "/run");
+  ASSERT_TRUE(latest);
+  ASSERT_EQ(latest->step, 3);
+  EXPECT_DOUBLE_EQ(read_json_file((latest->dir / "policy.json").string())["groot"]["dropout"].get<double>(), 0.1);
+  j["groot"].erase("dropout");  // written before the field existed: N1.5's 0.2
+  EXPECT_DOUBLE_EQ(groot_shape_from_json(j, file).dropout, 0.2);
+  j["groot"]["dropout"] = 1.5;
+  auto msg = test::error_of([&] { groot_shape_from_json(j, file); });
+  EXPECT_NE(msg.find(file), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dropout"), std::string::npos) << msg;
+  j["groot"]["dropout"] = "0.2";
+  EXPECT_NE(test::error_of([&] { groot_shape_from_json(j, file); }).find(file), std::string::npos);
 }
 
 TEST(Train, RefusesToOverwriteOrResumeNothing) {

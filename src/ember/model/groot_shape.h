@@ -41,7 +41,7 @@ struct GrootShape {
   int timestep_buckets = 1000; // num_timestep_buckets: the flow time is discretised to these
   double rope_base = 1e6;      // Qwen3's rope_theta
   // dropout of the vl self-attention and DiT blocks while training (their configs' dropout with
-  // final_dropout); a training setting, the same for every preset, not written to policy.json
+  // final_dropout); a training setting, the same for every preset, recorded in policy.json
   double dropout = 0.2;
   std::vector<GrootEmbodiment> embodiments;  // up to 32 (max_num_embodiments)
 

@@ -90,7 +90,8 @@ nlohmann::json groot_shape_to_json(const model::GrootShape& g) {
                 {"vl_head_dim", g.vl_head_dim}, {"dit_layers", g.dit_layers}, {"dit_heads", g.dit_heads},
                 {"dit_head_dim", g.dit_head_dim}, {"dit_output", g.dit_output}, {"hidden", g.hidden},
                 {"future_tokens", g.future_tokens}, {"max_seq_len", g.max_seq_len},
-                {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"embodiments", embodiments}};
+                {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"dropout", g.dropout},
+                {"embodiments", embodiments}};
   return j;
 }
 
@@ -112,6 +113,7 @@ model::GrootShape groot_shape_from_json(const nlohmann::json& j, const std::stri
     g.dit_output = h.at("dit_output").get<int>(), g.hidden = h.at("hidden").get<int>();
     g.future_tokens = h.at("future_tokens").get<int>(), g.max_seq_len = h.at("max_seq_len").get<int>();
     g.timestep_buckets = h.at("timestep_buckets").get<int>(), g.rope_base = h.at("rope_base").get<double>();
+    if (h.contains("dropout")) g.dropout = h.at("dropout").get<double>();  // absent (older files): N1.5's 0.2
     g.embodiments.clear();
     for (const auto& e : h.at("embodiments")) g.embodiments.push_back({e.at("state_dim").get<int>(), e.at("action_dim").get<int>()});
     model::validate(g);
@@ -128,7 +130,10 @@ void write_policy_files(const fs::path& dir, const PolicyBundle& b) {
   model::NamedTensors params;
   for (const auto& p : b.module->named_parameters()) params.emplace_back(p.key(), p.value());
   model::save_tensors((dir / "model.safetensors").string(), params, {{"format", "pt"}, {"ember.policy", b.module->type()}});
-  write_text(dir / "policy.json", (b.groot ? groot_shape_to_json(*b.groot) : shape_to_json(b.shape)).dump(2) + "\n");
+  auto policy_json = b.groot ? groot_shape_to_json(*b.groot) : shape_to_json(b.shape);
+  if (auto groot = std::dynamic_pointer_cast<model::GrootPolicyImpl>(b.module))
+    policy_json["groot"]["tune_backbone"] = groot->tune_backbone;  // how it was trained (resuming reads the flag)
+  write_text(dir / "policy.json", policy_json.dump(2) + "\n");
   write_text(dir / "features.json", b.spec.to_json().dump(2) + "\n");
   b.tokenizer->save((dir / "tokenizer.model").string());
   if (b.lerobot_config.is_object()) write_text(dir / "lerobot_config.json", b.lerobot_config.dump(4) + "\n");

@@ -24,7 +24,10 @@ namespace ember::train {
 
 nlohmann::json shape_to_json(const model::PolicyShape& shape);
 model::PolicyShape shape_from_json(const nlohmann::json& j, const std::string& what);
-// policy.json of a groot policy: {"type": "groot", ...its base as shape_to_json..., "groot": {...}}
+// policy.json of a groot policy: {"type": "groot", ...its base as shape_to_json..., "groot": {...}};
+// "groot" also holds the training-only "dropout" (read back: a resumed run keeps it; absent in
+// older files: 0.2) and, written by write_policy_files, "tune_backbone" (informational: a resumed
+// run takes --policy.tune_backbone from its flags)
 nlohmann::json groot_shape_to_json(const model::GrootShape& shape);
 model::GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& what);
 // policy.json's "type" ("pi05" when absent, as files written before groot)
