@@ -54,6 +54,8 @@ struct NvJpeg::Impl {
   int (*batched)(Handle, State, const unsigned char* const*, const size_t*, NvImage*, Stream) = nullptr;
   // the CUDA runtime
   int (*device_count)(int*) = nullptr;
+  int (*get_device)(int*) = nullptr;
+  int (*set_device)(int) = nullptr;
   int (*cuda_malloc)(void**, size_t) = nullptr;
   int (*cuda_free)(void*) = nullptr;
   int (*memcpy)(void*, const void*, size_t, int) = nullptr;
@@ -64,6 +66,7 @@ struct NvJpeg::Impl {
   Handle handle = nullptr;
   State state = nullptr;
   Stream stream = nullptr;
+  int device_index = 0;  // the device current when it opened: every decode runs there
   unsigned char* device = nullptr;
   size_t device_bytes = 0;
   int initialized_batch = 0;
@@ -136,6 +139,7 @@ std::unique_ptr<NvJpeg> NvJpeg::open(std::string* why) {
                        m.find(m.lib, m.batched_init, "nvjpegDecodeBatchedInitialize", why) &&
                        m.find(m.lib, m.batched, "nvjpegDecodeBatched", why) &&
                        m.find(m.cudart, m.device_count, "cudaGetDeviceCount", why) &&
+                       m.find(m.cudart, m.get_device, "cudaGetDevice", why) && m.find(m.cudart, m.set_device, "cudaSetDevice", why) &&
                        m.find(m.cudart, m.cuda_malloc, "cudaMalloc", why) && m.find(m.cudart, m.cuda_free, "cudaFree", why) &&
                        m.find(m.cudart, m.memcpy, "cudaMemcpy", why) && m.find(m.cudart, m.stream_create, "cudaStreamCreate", why) &&
                        m.find(m.cudart, m.stream_sync, "cudaStreamSynchronize", why) &&
@@ -144,6 +148,10 @@ std::unique_ptr<NvJpeg> NvJpeg::open(std::string* why) {
   int devices = 0;
   if (m.device_count(&devices) != 0 || devices == 0) {
     *why = "no CUDA device";
+    return nullptr;
+  }
+  if (m.get_device(&m.device_index) != 0) {
+    *why = "cudaGetDevice failed";
     return nullptr;
   }
   if (m.stream_create(&m.stream) != 0) {
@@ -164,6 +172,8 @@ const std::string& NvJpeg::library() const { return impl_->library; }
 std::vector<Image> NvJpeg::decode(const std::vector<std::span<const uint8_t>>& jpegs, const std::string& what) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
+  // the calling thread's current device may be another (loader threads start on device 0)
+  if (m.set_device(m.device_index) != 0) fail(ErrorKind::kIO, what + ": cudaSetDevice(" + std::to_string(m.device_index) + ") failed");
   const int n = int(jpegs.size());
   std::vector<Image> out(jpegs.size());
   if (n == 0) return out;

@@ -4,7 +4,8 @@
 // why it cannot open (no library, no CUDA device) and the CPU path stays. Batches go through
 // nvjpegDecodeBatched, on the hardware JPEG engines where the GPU has them (A100, H100, H200:
 // NVJPEG_BACKEND_HARDWARE), else nvJPEG's default backend; the pixels come back to host memory
-// as io::Image, like decode_jpeg's.
+// as io::Image, like decode_jpeg's. It decodes on the CUDA device current when it opened (a
+// rank's), whichever thread calls it.
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,8 @@ TrainData open_train_data(const TrainConfig& config) {
   }
   std::string why;
   if (config.dataset.jpeg_decoder == "nvjpeg") d.nvjpeg = io::NvJpeg::open(&why);
-  if (io::choose_jpeg_decoder(config.dataset.jpeg_decoder, d.nvjpeg != nullptr, why) == io::JpegDecoder::kNvjpeg)
+  // only the shards' image cells are JPEG: a LeRobot dataset's PNG frames stay on the CPU
+  if (io::choose_jpeg_decoder(config.dataset.jpeg_decoder, d.nvjpeg != nullptr, why) == io::JpegDecoder::kNvjpeg && d.shards)
     std::fprintf(stderr, "[data] JPEG frames decoded by nvJPEG (%s backend, %s)\n", d.nvjpeg->backend().c_str(), d.nvjpeg->library().c_str());
   return d;
 }
