@@ -6,7 +6,8 @@
 #
 # Measures nothing: the other bench/*.sh scripts run what it builds (SRC/build-gpu/bin/ember).
 # TARGET: ninja targets (default: ember libero_like_tool). Add model_policy_gpu_test and
-# train_gpu_test for the GPU tests (TEST=1 runs them), cublaslt_candidates for that tool.
+# train_gpu_test for the GPU tests (TEST=1 runs them; also nvjpeg_gpu_test when it is among the
+# targets), cublaslt_candidates for that tool.
 #
 # Carry from the development machine (device tool `carry`):
 #   .deps   scripts/gpu-bundle.sh's .deps/debs/*.deb (about 2.5 MB)
@@ -67,6 +68,8 @@ if [[ "${TEST:-0}" == 1 ]]; then
     wait
     "$build/bin/train_gpu_test" >"$out/train_gpu_test$name.log" 2>&1
   fi
+  # nvJPEG against libjpeg-turbo, where the caller built it (TARGET nvjpeg_gpu_test)
+  if [[ -x "$build/bin/nvjpeg_gpu_test" ]]; then "$build/bin/nvjpeg_gpu_test" >"$out/nvjpeg_gpu_test$name.log" 2>&1; fi
   grep -h "PASSED\|FAILED" "$out"/*_gpu_test$name.log
   ! grep -q "FAILED" "$out"/*_gpu_test$name.log
 fi

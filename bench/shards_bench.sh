@@ -10,8 +10,12 @@
 #   PRESETS=small       the policies whose shapes the loader builds (comma list, e.g. small,pi05)
 #   BATCH=32            samples a step
 #   NGINX_BIN=/usr/sbin/nginx   the server for the loopback figure (a GPU node: the bundle's)
-#   TRAIN=1             then `ember train` pi05 at batch 16 on CUDA from the shards: data_wait_frac
-#                       per log window (training.jsonl lines of OUT.jsonl; needs a GPU)
+#   TRAIN=1             then `ember train` pi05 at batch 16 and small at batch 128 on CUDA from the
+#                       shards: data_wait_frac per log window (train_data_wait lines of OUT.jsonl;
+#                       needs a GPU); TRAIN_PRESETS=pi05,small chooses which
+#   DECODE=1            also `ember bench jpeg_decode` (libjpeg-turbo at 1/8/16/24 threads against
+#                       nvJPEG, batches of BATCH 224 px frames; EMBER_NVJPEG names libnvjpeg)
+#   SKIP_PNG=1          the loader on shards (and HTTP) only, not on the PNG dataset
 # Cost: ~4 min on the 2-core dev machine with SOURCE=sim (collecting twice is most of it); on the
 # H200 host with SOURCE=libero_like, PRESETS=small,pi05, WORKERS=8,16, TRAIN=1: see
 # bench/results/shards_h200_2026-12-01.md.
@@ -48,12 +52,23 @@ roots+=("$work/shards")
 du -sb "$work/image/data" "$work/shards/data" | sed 's/^/[shards_bench] bytes: /' >&2
 
 "$ember" bench jpeg "$work/image" --image_size 224 --qualities 75,85,90,95,98 --frames 64 | tee -a "$out"
+if [[ "${DECODE:-0}" == 1 ]]; then
+  note "JPEG decoding: libjpeg-turbo against nvJPEG, batches of $batch"
+  "$ember" bench jpeg_decode "$work/image" --image_size 224 --batch_size "$batch" --threads 1,8,16,24 | tee -a "$out" ||
+    note "jpeg_decode failed (above)"
+fi
+[[ "${SKIP_PNG:-0}" == 1 ]] && roots=("$work/shards")
 IFS=, read -r -a presets <<<"${PRESETS:-small}"
 for preset in "${presets[@]}"; do
   for root in "${roots[@]}"; do
     note "loader $preset from $root (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
     "$ember" bench loader "$root" --preset "$preset" --batch_size "$batch" --workers "$workers" --warmup 2 --steps 12 | tee -a "$out"
   done
+  if [[ "${DECODE:-0}" == 1 ]]; then
+    note "loader $preset from the shards with nvJPEG"
+    "$ember" bench loader "$work/shards" --preset "$preset" --batch_size "$batch" --workers "$workers" --warmup 2 --steps 12 \
+      --jpeg_decoder nvjpeg | tee -a "$out" || note "the loader with nvJPEG failed (above)"
+  fi
 done
 
 if [[ -x "$nginx" ]]; then
@@ -81,8 +96,13 @@ else
 fi
 
 if [[ "${TRAIN:-0}" == 1 ]]; then
-  note "ember train pi05, batch 16, from the shards"
-  "$ember" train --dataset.root="$work/shards" --output_dir="$work/run" --policy.preset=pi05 --device=cuda \
-    --batch_size=16 --steps="${TRAIN_STEPS:-40}" --log_freq=10 --save_checkpoint=false --policy.param_dtype=bf16 >&2
-  sed 's/^{/{"bench":"train_data_wait","preset":"pi05","batch_size":16,/' "$work/run/metrics.jsonl" | tee -a "$out"
+  IFS=, read -r -a train_presets <<<"${TRAIN_PRESETS:-pi05,small}"
+  for preset in "${train_presets[@]}"; do
+    tb=16
+    [[ "$preset" == small ]] && tb=128
+    note "ember train $preset, batch $tb, from the shards"
+    "$ember" train --dataset.root="$work/shards" --output_dir="$work/run_$preset" --policy.preset="$preset" --device=cuda \
+      --batch_size=$tb --steps="${TRAIN_STEPS:-40}" --log_freq=10 --save_checkpoint=false --policy.param_dtype=bf16 >&2
+    sed "s/^{/{\"bench\":\"train_data_wait\",\"preset\":\"$preset\",\"batch_size\":$tb,/" "$work/run_$preset/metrics.jsonl" | tee -a "$out"
+  done
 fi

@@ -35,6 +35,7 @@ packages=(
   libturbojpeg0-dev  # training shards' JPEG frames (ember data pack, docs/shards.md)
   libcurl4-openssl-dev  # remote shards (http://, https://, s3://)
   nginx-light  # the remote-shard tests serve shards from a real nginx on loopback
+  libssl-dev  # data_s3_test recomputes SigV4 signatures with OpenSSL's HMAC-SHA256
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
   missing=()

@@ -29,6 +29,8 @@ class NginxServer {
     std::string root;             // directory served at /
     std::string limit_rate;       // e.g. "200k": bytes/s per connection under /data/; empty: unlimited
     std::string fail_prefix;      // requests under this URL prefix get 503; empty: none
+    std::string http_extra;       // configuration text added to the http block (log_format, map)
+    std::string server_extra;     // and to the server block (locations, access_log)
   };
 
   // $EMBER_NGINX first (a GPU node's nginx unpacked from scripts/gpu-bundle.sh's bundle)
@@ -72,11 +74,11 @@ class NginxServer {
       std::ofstream conf(dir_ + "/nginx.conf");
       conf << "daemon off;\nmaster_process off;\nworker_processes 1;\npid " << dir_ << "/nginx.pid;\nerror_log " << dir_
            << "/logs/error.log warn;\nevents { worker_connections 64; }\nhttp {\n  access_log off;\n"
-           << "  client_body_temp_path " << dir_ << "/body;\n  proxy_temp_path " << dir_ << "/proxy;\n"
+           << options_.http_extra << "\n  client_body_temp_path " << dir_ << "/body;\n  proxy_temp_path " << dir_ << "/proxy;\n"
            << "  fastcgi_temp_path " << dir_ << "/fcgi;\n  uwsgi_temp_path " << dir_ << "/uwsgi;\n  scgi_temp_path " << dir_ << "/scgi;\n"
            << "  server {\n    listen 127.0.0.1:" << p << ";\n    root " << options_.root << ";\n"
            << (options_.limit_rate.empty() ? "" : "    location /data/ { limit_rate " + options_.limit_rate + "; }\n")
-           << (options_.fail_prefix.empty() ? "" : "    location " + options_.fail_prefix + " { return 503; }\n") << "  }\n}\n";
+           << (options_.fail_prefix.empty() ? "" : "    location " + options_.fail_prefix + " { return 503; }\n") << options_.server_extra << "\n  }\n}\n";
       conf.close();
       std::string bin = binary(), c = dir_ + "/nginx.conf", e = dir_ + "/logs/stderr.log";
       const char* argv[] = {bin.c_str(), "-e", e.c_str(), "-p", dir_.c_str(), "-c", c.c_str(), nullptr};

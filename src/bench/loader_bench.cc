@@ -33,6 +33,7 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
   config.dataset.root = o.root;
   config.policy.preset = o.preset;
   if (!o.cache_dir.empty()) config.dataset.cache_dir = o.cache_dir;
+  config.dataset.jpeg_decoder = o.jpeg_decoder;
   TrainData source = open_train_data(config);
   const data::Metadata& meta = source.meta;
   auto tokenizer = make_tokenizer(config, meta, std::nullopt);
@@ -84,6 +85,7 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
     j["workers"] = workers;
     j["cores"] = usable_cores();
     j["pin_memory"] = o.pin_memory;
+    j["jpeg_decoder"] = source.nvjpeg ? "nvjpeg" : "cpu";
     j["steps"] = o.steps;
     j["samples_per_s"] = double(samples) / seconds;
     j["tokens_per_s"] = double(tokens) / seconds;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ember/io/nvjpeg.h"
+
 namespace ember::bench {
 
 struct LoaderBenchOptions {
@@ -20,6 +22,7 @@ struct LoaderBenchOptions {
   std::vector<int> workers = {1};   // one measurement per entry
   int warmup = 2, steps = 10;       // untimed, then timed batches per measurement
   bool pin_memory = false;          // pin each batch as `ember train` does on CUDA
+  std::string jpeg_decoder = io::kDefaultJpegDecoder;  // shards: as --dataset.jpeg_decoder
   double image_shift = 0;           // > 0: random image shifts, as --dataset.image_transforms
   uint64_t seed = 1000;
 };

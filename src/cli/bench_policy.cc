@@ -1,8 +1,8 @@
 // `ember bench policy`: the policy's training speed per attention backend (see
 // src/bench/policy_bench.h); `ember bench loader`: the training loader's speed per number
-// of threads (src/bench/loader_bench.h); `ember bench jpeg`: JPEG against PNG
-// (src/bench/jpeg_bench.h); `ember bench fp8_linear`: each linear layer in bf16 and FP8
-// (src/bench/fp8_bench.h).
+// of threads (src/bench/loader_bench.h); `ember bench jpeg`: JPEG against PNG, and
+// `ember bench jpeg_decode`: libjpeg-turbo against nvJPEG (src/bench/jpeg_bench.h);
+// `ember bench fp8_linear`: each linear layer in bf16 and FP8 (src/bench/fp8_bench.h).
 #include "cli/commands.h"
 #include "ember/core/error.h"
 #include "bench/fp8_bench.h"
@@ -95,6 +95,7 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   loader->add_option("--steps", lo->steps, "timed batches");
   loader->add_option("--image_shift", lo->image_shift, "> 0: random image shifts, as --dataset.image_transforms");
   loader->add_flag("--pin_memory", lo->pin_memory, "pin each batch, as ember train does on CUDA");
+  loader->add_option("--jpeg_decoder", lo->jpeg_decoder, "shards: cpu | nvjpeg (as --dataset.jpeg_decoder)");
   loader->callback([lo, &action] {
     action = [lo] {
       bench::run_loader_bench(*lo);
@@ -111,6 +112,22 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   jpeg->callback([jo, &action] {
     action = [jo] {
       bench::run_jpeg_bench(*jo);
+      return 0;
+    };
+  });
+
+  auto jd = std::make_shared<bench::JpegDecodeBenchOptions>();
+  CLI::App* decode = bench->add_subcommand("jpeg_decode", "batches of JPEG frames decoded by libjpeg-turbo (1..N threads) and by nvJPEG");
+  decode->add_option("ROOT", jd->root, "a LeRobot dataset (its frames, resized and encoded as ember data pack does)")->required();
+  decode->add_option("--image_size", jd->image_size, "frames resized to N x N (default 224)");
+  decode->add_option("--quality", jd->quality, "JPEG quality (default 95, ember data pack's)");
+  decode->add_option("--batch_size", jd->batch_size, "images a batch (default 32)");
+  decode->add_option("--batches", jd->batches, "timed batches per line (default 20)");
+  decode->add_option("--threads", jd->threads, "libjpeg-turbo threads, one line each (default 1,8,16)")->delimiter(',');
+  decode->add_option("--decoders", jd->decoders, "cpu,nvjpeg (default both)")->delimiter(',');
+  decode->callback([jd, &action] {
+    action = [jd] {
+      bench::run_jpeg_decode_bench(*jd);
       return 0;
     };
   });

@@ -14,8 +14,7 @@
 #include "ember/data/shard_pack.h"
 #include "ember/data/shard_store.h"
 #include "ember/io/http.h"
-#include "nginx_server.h"
-#include "shard_fixture.h"
+#include "remote_fixture.h"
 
 namespace ember::data {
 namespace {
@@ -23,61 +22,10 @@ namespace {
 namespace fs = std::filesystem;
 using test::NginxServer;
 using test::TempDir;
-
-#define REQUIRE_NGINX()                                                                                       \
-  if (!io::http_support_available()) GTEST_SKIP() << "skipped: ember built without libcurl (libcurl4-openssl-dev)"; \
-  if (!NginxServer::available()) GTEST_SKIP() << "skipped: nginx not installed (apt-get install nginx-light)"
-
-// Shards of the stripes dataset (4 shards of 50-70 KB), packed once per test.
-struct Served {
-  TempDir dir;
-  std::string shards;
-  ShardIndex index;
-  Served() {
-    test::write_stripes_dataset(dir.path() + "/src", {23, 40, 17, 31});
-    shards = dir.path() + "/shards";
-    index = pack_shards(dir.path() + "/src", shards, test::pack_options(64, 0.05));
-  }
-  // a copy of the shards with shard k changed by `damage`
-  std::string damaged(int k, const std::function<void(const std::string&)>& damage) {
-    std::string copy = dir.path() + "/damaged";
-    fs::remove_all(copy);
-    fs::copy(shards, copy, fs::copy_options::recursive);
-    damage(copy + "/" + index.shards[size_t(k)].path);
-    return copy;
-  }
-};
-
-NginxServer::Options serve(const std::string& root, const std::string& limit_rate = "", const std::string& fail_prefix = "") {
-  NginxServer::Options o;
-  o.root = root;
-  o.limit_rate = limit_rate;
-  o.fail_prefix = fail_prefix;
-  return o;
-}
-
-RemoteOptions quick(const std::string& cache) {
-  RemoteOptions o;
-  o.cache_dir = cache;
-  o.retries = 3;
-  o.backoff_s = 0.05;
-  o.http.low_speed_s = 2;
-  return o;
-}
-
-// Every frame read through the remote store shows its own index and the local shards' numbers.
-void expect_same_samples(RemoteShards& remote, const std::string& local) {
-  DatasetOptions o = test::shard_reading();
-  o.localize = [&](const std::string& p) { return remote.localize(p); };
-  Dataset far(load_metadata(remote.local_root()), o), near(local, test::shard_reading());
-  ASSERT_EQ(far.size(), near.size());
-  for (int64_t i = 0; i < far.size(); ++i) {
-    Item a = far.get(i), b = near.get(i);
-    EXPECT_EQ(test::stripe_index(a.images.at("observation.images.top").front()), i);
-    EXPECT_EQ(a.images.at("observation.images.wrist").front().rgb, b.images.at("observation.images.wrist").front().rgb) << i;
-    EXPECT_EQ(a.values.at("action").data, b.values.at("action").data) << i;
-  }
-}
+using test::Served;
+using test::serve;
+using test::quick;
+using test::expect_same_samples;
 
 TEST(RemoteShards, ReadsTheSameSamplesAsLocalShards) {
   REQUIRE_NGINX();

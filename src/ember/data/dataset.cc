@@ -282,6 +282,7 @@ Item Dataset::get(int64_t index) const {
   item.task = task_of(ep, t, item.frame_index, data_path);
 
   std::vector<std::pair<std::string, std::future<std::vector<io::Image>>>> pending;  // video cameras
+  std::vector<std::pair<std::string, std::vector<std::string>>> gpu_cells;  // JPEG cells for nvJPEG
   for (const Feature& f : meta_.info.features) {
     if (f.dtype == "string") continue;
     // the frames this key reads: the item's own, or one per delta offset (clamped, padded)
@@ -314,11 +315,17 @@ Item Dataset::get(int64_t index) const {
     const std::string what = data_path + ": column '" + f.key + "'";
     if (f.is_image() && options_.images_by_row_group) {
       if (!options_.decode_images) continue;
-      for (int64_t q : frames) {
-        std::string cell = image_cell(ep, f.key, q);
-        item.images[f.key].push_back(io::decode_image(reinterpret_cast<const uint8_t*>(cell.data()), cell.size(),
-                                                      what + " frame " + std::to_string(q)));
+      std::vector<std::string> cells;
+      for (int64_t q : frames) cells.push_back(image_cell(ep, f.key, q));
+      bool all_jpeg = options_.nvjpeg != nullptr;
+      for (const std::string& c : cells) all_jpeg = all_jpeg && io::is_jpeg(reinterpret_cast<const uint8_t*>(c.data()), c.size());
+      if (all_jpeg) {  // decoded below, with the other cameras' frames in one batch
+        gpu_cells.emplace_back(f.key, std::move(cells));
+        continue;
       }
+      for (size_t k = 0; k < cells.size(); ++k)
+        item.images[f.key].push_back(io::decode_image(reinterpret_cast<const uint8_t*>(cells[k].data()), cells[k].size(),
+                                                      what + " frame " + std::to_string(frames[k])));
       continue;
     }
     const io::Column* col = t.find(f.key);
@@ -347,6 +354,15 @@ Item Dataset::get(int64_t index) const {
       fail_corrupt(what + ": row holds " + std::to_string(v.data.size() / frames.size()) + " values, info.json shape says " +
                    std::to_string(per_frame));
     item.values[f.key] = std::move(v);
+  }
+  if (!gpu_cells.empty()) {
+    std::vector<std::span<const uint8_t>> jpegs;
+    for (const auto& [key, cells] : gpu_cells)
+      for (const std::string& c : cells) jpegs.emplace_back(reinterpret_cast<const uint8_t*>(c.data()), c.size());
+    std::vector<io::Image> images = options_.nvjpeg->decode(jpegs, data_path + ": frame " + std::to_string(index) + "'s cameras");
+    size_t next = 0;
+    for (const auto& [key, cells] : gpu_cells)
+      for (size_t k = 0; k < cells.size(); ++k) item.images[key].push_back(std::move(images[next++]));
   }
   for (auto& [key, images] : pending) item.images[key] = images.get();  // rethrows a camera's error
   return item;

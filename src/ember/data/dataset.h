@@ -21,6 +21,7 @@
 #include "ember/io/column.h"
 #include "ember/io/parquet/reader.h"
 #include "ember/core/thread_pool.h"
+#include "ember/io/nvjpeg.h"
 #include "ember/io/png.h"
 #include "ember/io/video/video_cache.h"
 
@@ -41,6 +42,9 @@ struct DatasetOptions {
   // Image cells may hold PNG or JPEG bytes either way.
   bool images_by_row_group = false;
   size_t image_cache_bytes = size_t(256) << 20;
+  // JPEG image cells read by row group decoded on the GPU by nvJPEG (io/nvjpeg.h), an item's
+  // frames in one batch; null: libjpeg-turbo (--dataset.jpeg_decoder). Not owned.
+  io::NvJpeg* nvjpeg = nullptr;
   // The local file to open for a data file's path (remote shards: fetched first, blocking);
   // empty: the path itself. Must be thread-safe.
   std::function<std::string(const std::string&)> localize;

@@ -22,15 +22,30 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-// s3://bucket/key -> the HTTPS URL (AWS_ENDPOINT_URL/bucket/key, or the bucket's virtual host)
+// the region S3 requests are signed for and AWS's endpoint is named by
+std::string s3_region() {
+  if (!env("AWS_REGION").empty()) return env("AWS_REGION");
+  if (!env("AWS_DEFAULT_REGION").empty()) return env("AWS_DEFAULT_REGION");
+  return "us-east-1";
+}
+
+// s3://bucket/key -> the URL to GET: path-style under the endpoint override (AWS_ENDPOINT_URL_S3,
+// else AWS_ENDPOINT_URL: S3-compatible stores), else AWS's virtual-hosted bucket over HTTPS.
 std::string s3_url(const std::string& url, const std::string& region) {
   const std::string rest = url.substr(5);
   const size_t slash = rest.find('/');
   const std::string bucket = rest.substr(0, slash), key = slash == std::string::npos ? "" : rest.substr(slash + 1);
-  std::string endpoint = env("AWS_ENDPOINT_URL");
+  if (bucket.empty()) fail(ErrorKind::kInvalidArgument, url + ": an s3:// URL names a bucket (s3://BUCKET/KEY)");
+  std::string endpoint = env("AWS_ENDPOINT_URL_S3").empty() ? env("AWS_ENDPOINT_URL") : env("AWS_ENDPOINT_URL_S3");
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   if (!endpoint.empty()) return endpoint + "/" + bucket + "/" + key;
   return "https://" + bucket + ".s3." + region + ".amazonaws.com/" + key;
 }
+
+// SHA-256 of an empty payload: every request here is a GET without a body. S3 wants the
+// payload's hash in x-amz-content-sha256 and libcurl 7.88 does not send it; libcurl signs every
+// x-amz-* header it is given, and its canonical request hashes the same empty payload.
+constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 }  // namespace
 
@@ -49,25 +64,28 @@ HttpResult http_get(const std::string& url_in, std::optional<std::pair<uint64_t,
   if (!is_remote_url(url_in)) fail(ErrorKind::kInvalidArgument, url_in + ": not an http://, https:// or s3:// URL");
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  const bool s3 = url_in.rfind("s3://", 0) == 0;
+  const std::string region = s3 ? s3_region() : "";
+  const std::string url = s3 ? s3_url(url_in, region) : url_in;  // a bad s3:// URL throws before any transfer
   HttpResult r;
   CURL* curl = curl_easy_init();
   if (!curl) {
     r.error = "libcurl could not start a transfer";
     return r;
   }
-  std::string url = url_in;
   struct curl_slist* headers = nullptr;
-  std::string userpwd, sigv4;
-  if (url.rfind("s3://", 0) == 0) {
-    std::string region = env("AWS_REGION").empty() ? "us-east-1" : env("AWS_REGION");
-    url = s3_url(url, region);
-    if (!env("AWS_ACCESS_KEY_ID").empty() && !env("AWS_SECRET_ACCESS_KEY").empty()) {
-      userpwd = env("AWS_ACCESS_KEY_ID") + ":" + env("AWS_SECRET_ACCESS_KEY");
-      sigv4 = "aws:amz:" + region + ":s3";
-      curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd.c_str());
-      curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-      if (!env("AWS_SESSION_TOKEN").empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + env("AWS_SESSION_TOKEN")).c_str());
-    }
+  std::string user, password, sigv4;
+  if (s3 && !env("AWS_ACCESS_KEY_ID").empty() && !env("AWS_SECRET_ACCESS_KEY").empty()) {
+    // libcurl takes the key id and the secret as user and password (CURLOPT_USERNAME and
+    // CURLOPT_PASSWORD: a ':' in either is kept)
+    user = env("AWS_ACCESS_KEY_ID");
+    password = env("AWS_SECRET_ACCESS_KEY");
+    sigv4 = "aws:amz:" + region + ":s3";
+    curl_easy_setopt(curl, CURLOPT_USERNAME, user.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, password.c_str());
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    headers = curl_slist_append(headers, (std::string("x-amz-content-sha256: ") + kEmptySha256).c_str());
+    if (!env("AWS_SESSION_TOKEN").empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + env("AWS_SESSION_TOKEN")).c_str());
   }
   std::string range_text;
   if (range) {

@@ -1,7 +1,8 @@
 // One HTTP(S) GET through libcurl, whole or a byte range, for remote training shards. S3
 // (s3://bucket/key) is reached over HTTPS with requests signed by libcurl's AWS SigV4 when
 // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are in the environment (AWS_SESSION_TOKEN,
-// AWS_REGION, AWS_ENDPOINT_URL honoured). Retrying is the caller's (it checks what it got).
+// AWS_REGION or AWS_DEFAULT_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for S3-compatible
+// stores, path-style, honoured). Retrying is the caller's (it checks what it got).
 // Built without libcurl, every call fails with kUnsupported saying so.
 #pragma once
 

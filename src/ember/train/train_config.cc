@@ -33,6 +33,7 @@ void visit_fields(Config& c, V&& v) {
   v("dataset.shard_window", c.dataset.shard_window, Choices{});
   v("dataset.cache_dir", c.dataset.cache_dir, Choices{});
   v("dataset.cache_mb", c.dataset.cache_mb, Choices{});
+  v("dataset.jpeg_decoder", c.dataset.jpeg_decoder, Choices{"cpu", "nvjpeg"});
   v("policy.type", c.policy.type, Choices{"pi05", "groot"});
   v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05", "n15"});
   v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "ember/io/nvjpeg.h"
+
 namespace ember::train {
 
 struct DatasetConfig {
@@ -45,6 +47,9 @@ struct DatasetConfig {
   int64_t shard_window = 4;
   std::optional<std::string> cache_dir;
   int64_t cache_mb = 8192;
+  // the shards' JPEG frames decoded by libjpeg-turbo on the loader's threads (cpu) or by nvJPEG
+  // on the GPU (io/nvjpeg.h); the default chosen by measurement (io::kDefaultJpegDecoder)
+  std::string jpeg_decoder = io::kDefaultJpegDecoder;
 };
 
 struct PolicyConfig {

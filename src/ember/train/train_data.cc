@@ -1,5 +1,6 @@
 #include "ember/train/train_data.h"
 
+#include <cstdio>
 #include <set>
 
 #include "ember/io/http.h"
@@ -20,12 +21,18 @@ TrainData open_train_data(const TrainConfig& config) {
     d.meta = data::load_metadata(root);
     if (data::is_shard_root(root)) d.shards = data::read_shard_index(root);
   }
+  std::string why;
+  if (config.dataset.jpeg_decoder == "nvjpeg") d.nvjpeg = io::NvJpeg::open(&why);
+  // only the shards' image cells are JPEG: a LeRobot dataset's PNG frames stay on the CPU
+  if (io::choose_jpeg_decoder(config.dataset.jpeg_decoder, d.nvjpeg != nullptr, why) == io::JpegDecoder::kNvjpeg && d.shards)
+    std::fprintf(stderr, "[data] JPEG frames decoded by nvJPEG (%s backend, %s)\n", d.nvjpeg->backend().c_str(), d.nvjpeg->library().c_str());
   return d;
 }
 
 void TrainData::configure(data::DatasetOptions& options) const {
   if (!shards) return;
   options.images_by_row_group = true;
+  options.nvjpeg = nvjpeg.get();
   if (remote) options.localize = [r = remote.get()](const std::string& path) { return r->localize(path); };
 }
 

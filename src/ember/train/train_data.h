@@ -20,6 +20,7 @@ struct TrainData {
   data::Metadata meta;
   std::optional<data::ShardIndex> shards;      // shards, local or remote
   std::unique_ptr<data::RemoteShards> remote;  // remote shards
+  std::unique_ptr<io::NvJpeg> nvjpeg;          // --dataset.jpeg_decoder=nvjpeg
 
   // Sets what reading shards needs: images by row group, remote files fetched on demand.
   void configure(data::DatasetOptions& options) const;
@@ -30,7 +31,8 @@ struct TrainData {
   std::function<void(const std::vector<int64_t>&)> lookahead() const;
 };
 
-// Opens --dataset.root (and fetches a remote root's metadata). Errors name the root.
+// Opens --dataset.root (and fetches a remote root's metadata), and nvJPEG when
+// --dataset.jpeg_decoder asks for it. Errors name the root or the flag.
 TrainData open_train_data(const TrainConfig& config);
 
 }  // namespace ember::train
