@@ -443,6 +443,13 @@ def versions():
             "python": sys.version.split()[0]}
 
 
+def reference_meta(contents: dict, spec, cfg: dict, **more) -> dict:
+    """reference.safetensors' metadata: what it holds and how it was made."""
+    return {"contents": contents, "versions": versions(), "shrink": spec,
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+            "cameras": CAMERAS, "seed": SEED, **more}
+
+
 def build(out_dir: Path) -> dict:
     import torch
     from safetensors.torch import save_file
@@ -459,17 +466,8 @@ def build(out_dir: Path) -> dict:
     tensors = {**x, **outs, **pouts}
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     check = (tensors["check.velocity_t1_cached"] - tensors["check.velocity_t1_joint"]).abs().max().item()
-    meta = {
-        "contents": CONTENTS,
-        "versions": versions(),
-        "shrink": SHRINK,
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in CONFIG.items()},
-        "cameras": CAMERAS,
-        "tasks": TASKS,
-        "prompts": prompts,
-        "seed": SEED,
-        "check.velocity_t1_max_abs_diff": check,
-    }
+    meta = reference_meta(CONTENTS, SHRINK, CONFIG, tasks=TASKS, prompts=prompts,
+                          **{"check.velocity_t1_max_abs_diff": check})
     # one metadata key: safetensors writes its metadata map in hash order, so several keys
     # would make the file's bytes differ from run to run
     save_file(tensors, str(out_dir / "reference.safetensors"),
@@ -532,16 +530,8 @@ def full_size(out_dir: Path, device: str = "cuda", spec: dict | None = None) -> 
     bf16_vs_fp32 = {k: max_rel(bf16[k], fp32[k]) for k in MODEL_OUTPUTS}
     contents = {k: v for k, v in CONTENTS.items() if not k.startswith(("processor.", "resize."))}
     contents["bf16.<output>"] = "the same output after LeRobot's bf16 cast of the model"
-    meta = {
-        "contents": contents,
-        "versions": versions(),
-        "shrink": spec,
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
-        "cameras": CAMERAS,
-        "seed": SEED,
-        "device": torch.cuda.get_device_name() if device.startswith("cuda") else device,
-        "lerobot_bf16_vs_fp32": bf16_vs_fp32,
-    }
+    meta = reference_meta(contents, spec, cfg, lerobot_bf16_vs_fp32=bf16_vs_fp32,
+                          device=torch.cuda.get_device_name() if device.startswith("cuda") else device)
     save_file(tensors, str(out_dir / "reference.safetensors"), metadata={"reference": json.dumps(meta, sort_keys=True)})
     return {"fp32": fp32, "bf16_vs_fp32": bf16_vs_fp32}
 
