@@ -14,8 +14,9 @@ set -e
 # CTest does not show a skipped test's output: print why each one skipped
 if grep -q "(Skipped)" "$log"; then
   echo "Why tests were skipped:"
-  grep -oE "[0-9]+ - [^ ]+ \(Skipped\)" "$log" | sed -E 's/^[0-9]+ - ([^ ]+) .*/\1/' | while read -r name; do
-    reason="$(ctest -R "^${name}\$" -V 2>/dev/null | grep -A1 -E ": Skipped$" | tail -n 1 | sed -E 's/^[0-9]+: //')"
+  # (a parameterised test's line has "# GetParam() = ..." between its name and "(Skipped)")
+  grep -oE "[0-9]+ - [^ ]+ .*\(Skipped\)" "$log" | sed -E 's/^[0-9]+ - ([^ ]+) .*/\1/' | while read -r name; do
+    reason="$(ctest -R "^${name}( |\$)" -V 2>/dev/null | grep -A1 -E ": Skipped$" | tail -n 1 | sed -E 's/^[0-9]+: //')"
     echo "  $name: ${reason:-(no reason printed)}"
   done
 fi
