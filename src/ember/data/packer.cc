@@ -21,15 +21,6 @@ void check_sample(const PackSample& s, int64_t index) {
          "packer: " + describe(s, index) + ": lengths must be >= 0 with at least one token");
 }
 
-const PackSample& sample_at(std::span<const PackSample> samples, int64_t index) {
-  if (index < 0 || index >= int64_t(samples.size()))
-    fail(ErrorKind::kInvalidArgument, "packer: batch index " + std::to_string(index) +
-                                          " out of range [0, " + std::to_string(samples.size()) + ")");
-  const PackSample& s = samples[size_t(index)];
-  check_sample(s, index);
-  return s;
-}
-
 // First-fit decreasing over samples [begin, end); appends this window's batches to out.
 void pack_window(std::span<const PackSample> samples, int64_t begin, int64_t end,
                  int64_t token_budget, int64_t max_samples, std::vector<PackBatch>& out) {
