@@ -15,7 +15,10 @@
 #
 # Environment: POLICY_RUNS (";"-separated `ember bench policy` flags, in order; default below),
 # TRAIN_STEPS=120, TRAIN_BATCH=8, DEADLINE_S=280 (seconds since the start after which no new run
-# begins and a running one is stopped), STEPS=6, WARMUP=2.
+# begins and a running one is stopped), STEPS=6, WARMUP=2. MODE=quality only: PARALLEL=1 runs the
+# two arms at once on the one GPU (their losses do not depend on it; their speed figures then
+# mean nothing); EMBER_BIN=DIR takes ember and libero_like_tool from DIR (bench/node_wrap.sh's
+# wrappers) instead of building.
 # Files under $OUT (at most 8 come back): configure.log, build.log, run.log (device, tests, run
 # times, errors), fp8_linear.jsonl, policy_fp8.jsonl, trace_summary.txt; quality_bf16.jsonl and
 # quality_fp8.jsonl (MODE=quality).
@@ -38,7 +41,10 @@ stamp() { echo "$* at $((SECONDS - start)) s" | tee -a "$log"; }
 export BUILD_DIR="${BUILD_DIR:-/tmp/ember-build-fp8}"
 bin="$BUILD_DIR/bin"
 sources="$(cd "$root" && find src CMakeLists.txt cmake -type f | sort | xargs cat | sha1sum | cut -d' ' -f1)"
-if [[ "${MODE:-figures}" == quality && "${REBUILD:-0}" != 1 && -x "$bin/ember" && -x "$bin/libero_like_tool" &&
+if [[ "${MODE:-figures}" == quality && -n "${EMBER_BIN:-}" ]]; then
+  bin="$EMBER_BIN"
+  echo "fp8_h200.sh: ember from $bin: not built" | tee -a "$log"
+elif [[ "${MODE:-figures}" == quality && "${REBUILD:-0}" != 1 && -x "$bin/ember" && -x "$bin/libero_like_tool" &&
       "$(cat "$BUILD_DIR/fp8_sources.sha1" 2>/dev/null)" == "$sources" ]]; then
   echo "fp8_h200.sh: the build of these sources is there: not rebuilt" | tee -a "$log"
 else
@@ -54,17 +60,21 @@ if [[ "${MODE:-figures}" == quality ]]; then
   [[ -f "$data/meta/info.json" ]] || "$bin/libero_like_tool" "$data" --episodes 40 --frames 50 >>"$log" 2>&1 ||
     { echo "fp8_h200.sh: libero_like_tool failed" | tee -a "$log"; exit 1; }
   stamp "data ready"
-  for arm in bf16 fp8; do
-    (($(left) > 40)) || { echo "fp8_h200.sh: deadline: quality $arm not run" | tee -a "$log"; continue; }
-    extra=()
+  quality_arm() {
+    local arm=$1 extra=()
     [[ $arm == fp8 ]] && extra=(--policy.fp8=true)
     rm -rf "/tmp/fp8_run_$arm"
     timeout "$(left)" "$ember" train --dataset.root="$data" --output_dir="/tmp/fp8_run_$arm" --policy.preset=pi05 \
       --policy.param_dtype=bf16 --device=cuda --steps="${TRAIN_STEPS:-120}" --batch_size="${TRAIN_BATCH:-8}" \
-      --log_freq=5 --seed=0 --save_checkpoint=false "${extra[@]}" >>"$log" 2>&1
+      --log_freq=5 --seed=0 --save_checkpoint=false "${extra[@]}" >"$out/quality_$arm.log" 2>&1
     cp "/tmp/fp8_run_$arm/metrics.jsonl" "$out/quality_$arm.jsonl" 2>/dev/null
     stamp "quality $arm done"
+  }
+  for arm in bf16 fp8; do
+    (($(left) > 40)) || { echo "fp8_h200.sh: deadline: quality $arm not run" | tee -a "$log"; continue; }
+    if [[ "${PARALLEL:-0}" == 1 ]]; then quality_arm $arm & else quality_arm $arm; fi
   done
+  wait
   exit 0
 fi
 

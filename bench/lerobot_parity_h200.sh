@@ -19,6 +19,8 @@
 # bf16 parameters, batch 16, STEPS=60) beside the same run from random initialisation
 # (--policy.preset=pi05), metrics under $OUT as import.jsonl and random.jsonl: the import should
 # change nothing on the hot path. PARITY=0 skips the parity test. About 2 more minutes.
+# EMBER_BIN=DIR (with PARITY=0): ember and libero_like_tool from DIR (bench/node_wrap.sh's
+# wrappers), no build on the node.
 # Writes reference.log, build logs and lerobot_pi05_gpu_test.log under $OUT.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,15 +40,21 @@ print('lerobot', lerobot.__version__, 'transformers', transformers.__version__)"
  echo $? >"$out/reference.rc") &
 targets=(lerobot_pi05_gpu_test)
 [[ "${TRAIN:-0}" == 1 ]] && targets+=(ember libero_like_tool)
-bash bench/gpu_build.sh "${targets[@]}" >"$out/gpu_build.out" 2>&1
-build_rc=$?
+bin="${EMBER_BIN:-build-gpu/bin}"
+if [[ -n "${EMBER_BIN:-}" ]]; then
+  [[ "${PARITY:-1}" == 0 ]] || { echo "error: EMBER_BIN needs PARITY=0 (the parity test is built on the node)" >&2; exit 2; }
+  build_rc=0
+else
+  bash bench/gpu_build.sh "${targets[@]}" >"$out/gpu_build.out" 2>&1
+  build_rc=$?
+fi
 wait
 echo "reference: exit $(cat "$out/reference.rc")"; tail -n 12 "$out/reference.log"
 ((build_rc == 0)) || { echo "error: the build failed, see $out/build.log" >&2; exit 1; }
 grep -q '^skipped' "$out/reference.log" && { echo "error: LeRobot did not run (reference.log)" >&2; exit 1; }
 [[ "${PARITY:-1}" == 1 ]] && EMBER_LEROBOT_FULL_SIZE="$ref" build-gpu/bin/lerobot_pi05_gpu_test 2>&1 | tee "$out/lerobot_pi05_gpu_test.log"
 [[ "${TRAIN:-0}" == 1 ]] || exit 0
-bin=build-gpu/bin data=/tmp/lerobot-parity-data
+data=/tmp/lerobot-parity-data
 rm -rf "$data" /tmp/lerobot-parity-tok /tmp/lerobot-parity-import /tmp/lerobot-parity-random
 "$bin/libero_like_tool" "$data" --episodes 40 --frames 50 >"$out/train.log" 2>&1 || exit 1
 # a tokenizer for the imported policy (no PaliGemma model here): the one a 1-step tiny run trains

@@ -5,7 +5,8 @@
 #
 #   SRC=.prev/wt25 bash .prev/wt25/bench/sim_rl_h200.sh      (carry .deps, .gl and the tree)
 #
-# Environment: SRC (the tree, default the repo), SIM_ENVS="1 16 32" (empty: no sim bench)
+# Environment: SRC (the tree, default the repo), EMBER_BIN (a folder of bench/node_wrap.sh's
+#   wrappers: no build on the node), SIM_ENVS="1 16 32" (empty: no sim bench)
 #   SIM_SECONDS=2, RL_PARTS="grpo ppo table" (which rl runs, in order; also: nostream = GRPO
 #   async with the rollout on the default stream, pi05 = the pi05 preset sync and async with
 #   PI05_* sizes below), ITERATIONS=5, DEADLINE_S (no part starts after this many seconds of the
@@ -23,9 +24,13 @@ export OUT="$out"
 pack() { cp "$out/sim.jsonl" "$out/rl_throughput.jsonl" "$final/" 2>/dev/null; tar czf "$final/raw.tgz" -C "$out" . && rm -rf "$out"; }
 trap pack EXIT
 start=$(date +%s)
-bash "$root/bench/gpu_build.sh" ember || exit 1
-echo "build: $(( $(date +%s) - start )) s"
-ember="$src/build-gpu/bin/ember"
+if [[ -n "${EMBER_BIN:-}" ]]; then
+  ember="$EMBER_BIN/ember"
+else
+  SRC="$src" bash "$root/bench/gpu_build.sh" ember || exit 1
+  echo "build: $(( $(date +%s) - start )) s"
+  ember="$src/build-gpu/bin/ember"
+fi
 vendor=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 [[ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" && -f $vendor ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$vendor
 nproc; nvidia-smi -L

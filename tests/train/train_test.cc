@@ -453,11 +453,11 @@ TEST(TrainStep, LossHookWithTheCountKnownLateMatchesTheCountKnownFirst) {
   TrainStep a(late, at::kCPU, 1e9, false, nullptr, 0), b(first, at::kCPU, 1e9, false, nullptr, 0);
   for (int k = 0; k < 2; ++k) {  // the second step starts from begin()'s cleared gradients
     a.begin();
-    b.begin();
+    b.begin(count);
     a.add([&] { return loss(late, 0, 2); });
     a.add([&] { return loss(late, 2, 4); });
-    b.add([&] { return loss(first, 0, 2); }, count);
-    b.add([&] { return loss(first, 2, 4); }, count);
+    b.add([&] { return loss(first, 0, 2); });
+    b.add([&] { return loss(first, 2, 4); });
     // the mean gradient, by hand, before either steps
     auto w = late.params[0].second.detach().clone().set_requires_grad(true);
     auto mean = (at::matmul(x, w.t()) - y).square().sum() / count;

@@ -24,8 +24,13 @@ TrainData open_train_data(const TrainConfig& config) {
   std::string why;
   if (config.dataset.jpeg_decoder == "nvjpeg") d.nvjpeg = io::NvJpeg::open(&why);
   // only the shards' image cells are JPEG: a LeRobot dataset's PNG frames stay on the CPU
-  if (io::choose_jpeg_decoder(config.dataset.jpeg_decoder, d.nvjpeg != nullptr, why) == io::JpegDecoder::kNvjpeg && d.shards)
-    std::fprintf(stderr, "[data] JPEG frames decoded by nvJPEG (%s backend, %s)\n", d.nvjpeg->backend().c_str(), d.nvjpeg->library().c_str());
+  if (io::choose_jpeg_decoder(config.dataset.jpeg_decoder, d.nvjpeg != nullptr, why) == io::JpegDecoder::kNvjpeg) {
+    if (d.shards)
+      std::fprintf(stderr, "[data] JPEG frames decoded by nvJPEG (%s backend, %s)\n", d.nvjpeg->backend().c_str(), d.nvjpeg->library().c_str());
+    else
+      std::fprintf(stderr, "[data] --dataset.jpeg_decoder=nvjpeg: %s holds no JPEG shards (ember data pack writes them): its frames are decoded on the CPU\n",
+                   root.c_str());
+  }
   return d;
 }
 

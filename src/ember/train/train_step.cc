@@ -62,8 +62,7 @@ TrainStep::TrainStep(PolicyState& state, at::Device device, double grad_clip_nor
 
 StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& mark) {
   auto& policy = state_.module;
-  begin();
-  const double divisor = collectives_ ? common_divisor_ : std::max(batch.loss_count, 1.0);
+  begin(std::max(batch.loss_count, 1.0));
   // the step's flow noise and times, drawn at once in sample order (as loss() would draw them for
   // one micro-batch): splitting the step into micro-batches (accumulation) does not change them
   at::Tensor noise, time;
@@ -88,7 +87,7 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
           first += n;
           return lo.loss_sum;
         },
-        divisor, ++micro_done == batch.micro.size(), mark);
+        ++micro_done == batch.micro.size(), mark);
     flops += policy->step_flops(micro_host, /*real=*/true);
   }
   auto out = finish(lr, batch.loss_count, mark);
@@ -96,23 +95,21 @@ StepOutput TrainStep::run(const TrainBatch& batch, double lr, const PhaseMark& m
   return out;
 }
 
-void TrainStep::begin() {
+void TrainStep::begin(double divisor) {
   state_.optimizer->zero_grad();
   loss_sum_ = at::zeros({}, at::TensorOptions().device(device_));
-  divisor_ = 1.0;
+  divisor_ = collectives_ ? common_divisor_ : divisor;
 }
 
-at::Tensor TrainStep::add(const std::function<at::Tensor()>& loss_sum, double divisor, bool last, const PhaseMark& mark) {
+at::Tensor TrainStep::add(const std::function<at::Tensor()>& loss_sum, bool last, const PhaseMark& mark) {
   if (!loss_sum_.defined()) throw Error(ErrorKind::kInternal, "TrainStep::add: no step begun");
-  if (collectives_) divisor = common_divisor_;
-  divisor_ = divisor;
   if (collectives_ && last) collectives_->arm_gradient_sync();
   at::Tensor sum;
   {
     Bf16Autocast bf16_scope(autocast_, device_.type());
     sum = loss_sum();
     if (mark) mark(StepPhase::kForward);
-    (sum / divisor).backward();
+    (sum / divisor_).backward();
     if (mark) mark(StepPhase::kBackward);
   }
   sum = sum.detach();

@@ -72,17 +72,16 @@ class TrainStep {
   StepOutput run(const TrainBatch& batch, double lr, const PhaseMark& mark = nullptr);
 
   // The step in parts, for callers whose loss is their own and whose micro-batches arrive over
-  // time (the RL learner). begin() clears the gradients. add() is the loss hook: it runs
-  // loss_sum() (a 0-d sum over the micro-batch's terms) under the step's autocast and
-  // backpropagates it / divisor (ranks: the common divisor; one process: `divisor`, 1 when the
-  // count is not known yet); last: the step's last micro-batch (ranks start the gradient sync
-  // on it). Returns the loss sum, detached. finish() sums over ranks, scales the gradients by
-  // divisor / loss_count (the step's terms, every rank's), clips them and steps the optimizer.
+  // time (the RL learner). begin() clears the gradients and fixes the step's divisor (ranks: the
+  // common divisor; one process: `divisor`, 1 when the count is not known yet). add() is the loss
+  // hook: it runs loss_sum() (a 0-d sum over the micro-batch's terms) under the step's autocast
+  // and backpropagates it / divisor; last: the step's last micro-batch (ranks start the gradient
+  // sync on it). Returns the loss sum, detached. finish() sums over ranks, scales the gradients
+  // by divisor / loss_count (the step's terms, every rank's), clips them and steps the optimizer.
   // Only these three touch state.optimizer, state.param_list and state.norm_over_ranks, so a
   // state without a policy module (RL's value head) can use them.
-  void begin();
-  at::Tensor add(const std::function<at::Tensor()>& loss_sum, double divisor = 1.0, bool last = false,
-                 const PhaseMark& mark = nullptr);
+  void begin(double divisor = 1.0);
+  at::Tensor add(const std::function<at::Tensor()>& loss_sum, bool last = false, const PhaseMark& mark = nullptr);
   StepOutput finish(double lr, double loss_count, const PhaseMark& mark = nullptr);
 
  private:
