@@ -179,6 +179,25 @@ TEST(Grpo, ClippedSurrogateTakesThePessimisticTerm) {
   EXPECT_NEAR(k.kl_sum.item<double>(), 5 * (1 - std::log(2.0)), 1e-9);
 }
 
+// A chain whose log-probability moved by hundreds (the pi05 preset's first update on the H200,
+// bench/results/rl_pi05_h200_2026-12-01.md): the ratio and q are capped at e^20, so the loss, its
+// gradient and the KL stay finite in float; the capped term carries no gradient.
+TEST(Grpo, HugeLogRatiosStayFinite) {
+  auto lp = at::tensor({300.0f, 0.1f}).view({2, 1}).set_requires_grad(true);
+  auto old = at::zeros({2, 1});
+  auto adv = at::tensor({-1.0f, -1.0f});
+  auto s = clipped_surrogate(lp, old, adv, 0.2, at::tensor({0.0f, 400.0f}).view({2, 1}));
+  EXPECT_TRUE(std::isfinite(s.loss_sum.item<float>()));
+  EXPECT_NEAR(s.loss_sum.item<double>(), std::exp(20.0) + std::exp(0.1), std::exp(20.0) * 1e-6);
+  EXPECT_TRUE(std::isfinite(s.kl_sum.item<float>()));
+  EXPECT_NEAR(s.kl_sum.item<double>(), (std::exp(-300.0) - 1 + 300) + (std::exp(20.0) - 1 - 20), std::exp(20.0) * 1e-6);
+  s.loss_sum.backward();
+  auto g = lp.grad().view({2});
+  EXPECT_EQ(g[0].item<float>(), 0);                              // capped: no gradient
+  EXPECT_NEAR(g[1].item<double>(), std::exp(0.1), 1e-5);         // -A r, unclipped (A < 0, r > 1 + eps)
+  EXPECT_EQ(s.clipped.item<float>(), 1);  // r = e^20 is outside 1 +- eps; e^0.1 = 1.105 is inside
+}
+
 TEST(Grpo, StalenessRule) {
   EXPECT_FALSE(too_stale(5, 5, 0));
   EXPECT_TRUE(too_stale(5, 4, 0));

@@ -20,14 +20,17 @@ std::vector<double> group_advantages(const std::vector<double>& returns) {
 Surrogate clipped_surrogate(const at::Tensor& log_prob, const at::Tensor& old_log_prob, const at::Tensor& advantages,
                             double clip, const at::Tensor& ref_log_prob) {
   auto a = advantages.to(log_prob.dtype()).unsqueeze(1);  // [m, 1]
-  auto ratio = at::exp(log_prob - old_log_prob);          // [m, K]
+  // a log-ratio of a whole denoising chain can pass float's exp range (88) when the policy moves
+  // far in one step: above kMaxLogRatio the ratio stays e^20 (no gradient), so neither the loss
+  // nor the KL becomes inf
+  auto ratio = at::exp(at::clamp_max(log_prob - old_log_prob, kMaxLogRatio));  // [m, K]
   auto surr = at::minimum(ratio * a, at::clamp(ratio, 1 - clip, 1 + clip) * a);
   Surrogate s;
   s.loss_sum = -surr.sum();
   auto r = ratio.detach();
   s.clipped = ((r - 1).abs() > clip).sum().to(at::kFloat);
   if (ref_log_prob.defined()) {
-    auto log_q = ref_log_prob - log_prob.detach();
+    auto log_q = at::clamp_max(ref_log_prob - log_prob.detach(), kMaxLogRatio);
     s.kl_sum = (at::exp(log_q) - 1 - log_q).sum();
   } else {
     s.kl_sum = at::zeros({}, log_prob.options());

@@ -14,6 +14,10 @@ namespace ember::rl {
 // returns are equal within 1e-9 (no signal: the group teaches nothing).
 std::vector<double> group_advantages(const std::vector<double>& returns);
 
+// log r and log q are capped at this before exp (see clipped_surrogate): the loss and the KL stay
+// finite when a chain's log-probability moves by more than float's exp range
+constexpr double kMaxLogRatio = 20.0;
+
 struct Surrogate {
   at::Tensor loss_sum;  // 0-d: - sum of min(r A, clip(r, 1 - eps, 1 + eps) A) over the terms
   at::Tensor clipped;   // 0-d: number of terms with |r - 1| > eps
