@@ -28,6 +28,7 @@ out="${OUT:-/tmp/ember-out}"
 ref="${REF_DIR:-/tmp/lerobot-pi05-full}"
 mkdir -p "$out"
 cd "$root"
+[[ -z "${EMBER_BIN:-}" || "${PARITY:-1}" == 0 ]] || { echo "error: EMBER_BIN needs PARITY=0 (the parity test is built on the node)" >&2; exit 2; }
 ls .whl/lerobot-0.6.1-*.whl >/dev/null 2>&1 || { echo "error: .whl/lerobot-0.6.1-*.whl missing (see this script's header)" >&2; exit 2; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/lerobot-site .whl/*.whl || exit 2
 # LeRobot 0.6.1 needs transformers >= 5.4, < 5.6 (its pi extra): fail here, before the build
@@ -38,15 +39,11 @@ print('lerobot', lerobot.__version__, 'transformers', transformers.__version__)"
 (PYTHONPATH=/tmp/lerobot-site HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 \
    python3 tests/python/lerobot_pi05_reference.py --full-size "$ref" >"$out/reference.log" 2>&1
  echo $? >"$out/reference.rc") &
-targets=(lerobot_pi05_gpu_test)
-[[ "${TRAIN:-0}" == 1 ]] && targets+=(ember libero_like_tool)
-bin="${EMBER_BIN:-build-gpu/bin}"
-if [[ -n "${EMBER_BIN:-}" ]]; then
-  [[ "${PARITY:-1}" == 0 ]] || { echo "error: EMBER_BIN needs PARITY=0 (the parity test is built on the node)" >&2; exit 2; }
-  build_rc=0
-else
-  bash bench/gpu_build.sh "${targets[@]}" >"$out/gpu_build.out" 2>&1
-  build_rc=$?
+bin="${EMBER_BIN:-build-gpu/bin}" build_rc=0
+if [[ -z "${EMBER_BIN:-}" ]]; then
+  targets=(lerobot_pi05_gpu_test)
+  [[ "${TRAIN:-0}" == 1 ]] && targets+=(ember libero_like_tool)
+  bash bench/gpu_build.sh "${targets[@]}" >"$out/gpu_build.out" 2>&1 || build_rc=$?
 fi
 wait
 echo "reference: exit $(cat "$out/reference.rc")"; tail -n 12 "$out/reference.log"
