@@ -1,5 +1,6 @@
 // `ember rl`: flag parsing only; the work is in src/ember/rl/ (rl_loop.h). Fails with a clear
 // error where ember was built without the simulator.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -7,6 +8,8 @@
 #include "ember/core/error.h"
 
 #ifdef EMBER_HAVE_SIM
+#include "cli/rank.h"
+#include "ember/dist/env.h"
 #include "ember/rl/rl_loop.h"
 #endif
 
@@ -52,14 +55,28 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.lr", c->lr, "AdamW learning rate (default 1e-4)");
   r->add_option("--rl.grad_clip_norm", c->grad_clip_norm, "global gradient norm clip (default 1)");
   r->add_option("--rl.micro_batch", c->micro_batch, "chunks per learner micro-batch (default 16)");
+  r->add_option("--rl.cpu_threads", c->cpu_threads, "CPU: intra-op threads of the learner and the rollout (default: cores - env workers)");
+  r->add_option("--dist.timeout_s", c->dist_timeout_s, "ember launch: a collective waiting longer fails the run (default 600)");
   r->add_option("--rl.kl_every", c->kl_every, "measure the KL to the start policy on every N-th micro-batch (default 1)");
   r->callback([c, &action] {
     action = [c]() -> int {
-      auto result = rl::run_rl(*c);
-      const auto& last = result.iterations.empty() ? rl::IterationStats{} : result.iterations.back();
-      std::printf("ember rl: %lld steps (%s), last success %.3f, return %.3f; checkpoint %s\n", (long long)last.step, c->mode.c_str(),
-                  last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
-      return 0;
+      auto report = [&](const rl::RlResult& result) {
+        const auto& last = result.iterations.empty() ? rl::IterationStats{} : result.iterations.back();
+        std::printf("ember rl: %lld steps (%s), last success %.3f, return %.3f; checkpoint %s\n", (long long)last.step,
+                    c->mode.c_str(), last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
+      };
+      auto env = dist::detect_dist_env();
+      if (!env.is_distributed()) {
+        report(rl::run_rl(*c));
+        return 0;
+      }
+      // one rank of a data-parallel job (ember launch): its own env workers, rollout and learner
+      RankOptions ro;
+      ro.timeout = std::chrono::milliseconds(int64_t(c->dist_timeout_s * 1000));
+      return run_rank("rl", env, c->device, ro, [&](std::shared_ptr<dist::Collectives> ranks, at::Device) {
+        auto result = rl::run_rl(*c, nullptr, std::move(ranks));  // on cuda:LOCAL_RANK (or the CPU)
+        if (env.rank == 0) report(result);
+      });
     };
   });
 }

@@ -1,12 +1,11 @@
 // `ember train` (lerobot-train style flags, see src/ember/train/train_config.h) and
 // `ember predict` (one action chunk from a checkpoint next to the recorded one).
-#include <torch/cuda.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/rank.h"
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/output_dir.h"
@@ -14,7 +13,6 @@
 #include "ember/model/weights.h"
 #include "ember/model/device.h"
 #include "ember/dist/env.h"
-#include "ember/dist/process_group.h"
 #include "ember/train/predict.h"
 #include "ember/train/trainer.h"
 
@@ -57,30 +55,16 @@ int run_train(const std::vector<std::string>& args) {
     return 0;
   }
   // one rank of a job (ember launch, torchrun, srun, mpirun): one GPU per process
-  train::TrainerHooks hooks;
-  try {
-    const bool cuda = model::resolve_device(config.device).is_cuda();
-    if (cuda && env.local_rank >= int(torch::cuda::device_count()))
-      fail(ErrorKind::kInvalidArgument, "LOCAL_RANK=" + std::to_string(env.local_rank) + ": this node has only " +
-                                            std::to_string(torch::cuda::device_count()) + " CUDA device(s)");
-    at::Device device = cuda ? at::Device(at::kCUDA, c10::DeviceIndex(env.local_rank)) : at::Device(at::kCPU);
-    if (env.rank == 0) std::fprintf(stderr, "ember train: %s, %s\n", dist::describe(env).c_str(), cuda ? "NCCL" : "Gloo");
-    auto timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
-    hooks.collectives = dist::make_collectives(env, device, timeout, int64_t(config.dist.bucket_mb * (1 << 20)),
-                                                   config.dist.reduce_dtype == "bf16");
+  RankOptions ro;
+  ro.timeout = std::chrono::milliseconds(int64_t(config.dist.timeout_s * 1000));
+  ro.bucket_bytes = int64_t(config.dist.bucket_mb * (1 << 20));
+  ro.bf16_gradients = config.dist.reduce_dtype == "bf16";
+  return run_rank("train", env, config.device, ro, [&](std::shared_ptr<dist::Collectives> collectives, at::Device) {
+    train::TrainerHooks hooks;
+    hooks.collectives = std::move(collectives);
     auto result = train::train(config, hooks);
     if (env.rank == 0) report(result);
-    return 0;
-  } catch (const Error& e) {
-    // a failed collective can leave c10d's threads waiting on peers: report and leave at once
-    // rather than run destructors that might block
-    std::string what = e.what();
-    if (what.rfind("rank ", 0) != 0) what = "rank " + std::to_string(env.rank) + ": " + what;
-    std::fprintf(stderr, "ember train: %s\n", what.c_str());
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(e.is_user_error() ? 2 : 70);
-  }
+  });
 }
 
 }  // namespace

@@ -5,11 +5,7 @@
 // - the trainer's checkpoints resume 2 -> 1 and 1 -> 2 ranks covering every sample of the epoch
 //   exactly once;
 // - bucketing, shard ownership and the rank-naming failure of a collective.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
@@ -36,6 +32,7 @@
 #include "ember/model/processor.h"
 #include "ember/train/trainer.h"
 #include "ember/train/zero_adamw.h"
+#include "ranks_util.h"
 #include "shard_fixture.h"
 #include "test_util.h"
 
@@ -43,47 +40,9 @@ namespace ember::dist {
 namespace {
 
 namespace fs = std::filesystem;
+using test::run_ranks;
 using train::Collectives;
 const std::string kFixture = std::string(EMBER_TEST_DATA) + "/lerobot_v3_0";
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Runs body(rank, collectives) on `world` threads joined into one Gloo job; rethrows the first
-// error.
-void run_ranks(int world, const std::function<void(int, std::shared_ptr<Collectives>)>& body,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30), bool bf16_gradients = false) {
-  int port = free_port();
-  std::vector<std::exception_ptr> errors(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        DistEnv env;
-        env.launcher = Launcher::kTorchrun;
-        env.rank = env.local_rank = r;
-        env.world_size = env.local_world_size = world;
-        env.master_port = port;
-        body(r, make_collectives(env, at::kCPU, timeout, ember::dist::kBucketBytes, bf16_gradients));
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
 
 TEST(DistBuckets, SplitBySizeAndDtype) {
   std::vector<at::Tensor> t = {at::zeros({10}), at::zeros({10}), at::zeros({100}), at::zeros({5}, at::kDouble), at::zeros({1})};

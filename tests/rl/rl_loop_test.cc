@@ -8,49 +8,12 @@
 #include "ember/core/json_file.h"
 #include "ember/model/weights.h"
 #include "ember/rl/rl_loop.h"
-#include "ember/sim/gl_context.h"
 #include "ember/train/checkpoint_dir.h"
+#include "rl_loop_util.h"
 #include "test_util.h"
 
 namespace ember::rl {
 namespace {
-
-bool have_renderer() {
-  if (sim::default_renderer() != sim::RendererKind::kNone) return true;
-  return false;
-}
-
-// A fresh tiny policy on short episodes: the return is shaped (progress of the end effector
-// towards the button), so a policy that starts at chance has a signal from the first group.
-RlConfig tiny_run(const std::string& out) {
-  RlConfig c;
-  c.preset = "tiny";
-  c.horizon = 8;
-  c.num_steps = 3;
-  c.image_size = 16;
-  c.output_dir = out;
-  c.suite = "easy";
-  c.device = "cpu";
-  c.seed = 1;
-  c.groups_per_step = 4;
-  c.group_size = 4;
-  c.env_workers = 2;
-  c.envs_per_worker = 4;
-  c.max_batch = 8;
-  c.replan_steps = 8;
-  c.max_episode_steps = 24;
-  c.noise_std = 0.3;
-  c.shaping = 10;
-  c.lr = 3e-3;
-  return c;
-}
-
-std::vector<nlohmann::json> metrics(const std::string& out) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream f(out + "/metrics.jsonl");
-  for (std::string line; std::getline(f, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 // The mean of f over optimizer steps [from, to).
 template <class F>
@@ -167,50 +130,6 @@ TEST(RlLoop, PpoResumesWithItsValueHead) {
   auto g = one_step("grpo", "ppo");
   auto msg = test::error_of([&] { run_rl(g); }, ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
-}
-
-// Sync mode resumes bit for bit: a run stopped after step 1 and resumed gives the uninterrupted
-// run's figures for steps 2 and 3 exactly (==, not near), and the same weights at the end.
-// (Async cannot: rl_loop.h says why.)
-void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
-  auto c = tiny_run(dir + "/whole");
-  c.mode = "sync";
-  c.algo = algo;
-  c.groups_per_step = 2;
-  c.max_episode_steps = 16;
-  c.iterations = 3;
-  auto whole = run_rl(c);
-  c.output_dir = dir + "/parts";
-  c.iterations = 1;
-  run_rl(c);
-  c.resume = true;
-  c.iterations = 3;
-  auto rest = run_rl(c);
-  ASSERT_EQ(whole.iterations.size(), 3u);
-  ASSERT_EQ(rest.iterations.size(), 2u);
-  for (size_t i = 0; i < 2; ++i) {
-    const auto &a = whole.iterations[i + 1], &b = rest.iterations[i];
-    EXPECT_EQ(a.step, b.step);
-    EXPECT_EQ(a.env_steps, b.env_steps) << "step " << a.step;
-    const auto &x = a.learner, &y = b.learner;
-    EXPECT_EQ(x.terms, y.terms) << "step " << a.step;
-    EXPECT_EQ(x.ret, y.ret) << "step " << a.step;
-    EXPECT_EQ(x.success, y.success) << "step " << a.step;
-    EXPECT_EQ(x.loss, y.loss) << "step " << a.step;
-    EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << a.step;
-    EXPECT_EQ(x.kl, y.kl) << "step " << a.step;
-    EXPECT_EQ(x.clip_frac, y.clip_frac) << "step " << a.step;
-    EXPECT_EQ(x.value_loss, y.value_loss) << "step " << a.step;
-  }
-  // a learning run: the figures compared are of updates that moved the policy
-  EXPECT_GT(whole.iterations[2].learner.kl, 0);
-  std::vector<std::string> files{"model.safetensors", "optimizer.safetensors"};
-  if (algo == "ppo") files.push_back("value_head.safetensors");
-  for (const auto& f : files) {
-    auto a = model::load_tensors(whole.last_checkpoint + "/" + f), b = model::load_tensors(rest.last_checkpoint + "/" + f);
-    ASSERT_EQ(a.size(), b.size()) << f;
-    for (const auto& [name, t] : a) EXPECT_TRUE(b.count(name) && at::equal(t, b.at(name))) << f << ": " << name;
-  }
 }
 
 TEST(RlLoop, SyncResumesBitExact) {

@@ -2,14 +2,15 @@
 
 namespace ember::rl {
 
-EpisodeFeed::EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size, uint64_t seed, int64_t first_group)
-    : tasks_(std::move(tasks)), group_size_(group_size), seed_(seed), first_group_(first_group) {}
+EpisodeFeed::EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size, uint64_t seed, int64_t first_group, int rank, int ranks)
+    : tasks_(std::move(tasks)), group_size_(group_size), seed_(seed), first_group_(first_group), rank_(rank), ranks_(ranks) {}
 
 std::optional<sim::Episode> EpisodeFeed::next() {
   std::unique_lock<std::mutex> lock(mu_);
   if (stopped_ || next_ >= allowed_ * group_size_) return std::nullopt;
-  const int64_t episode = first_group_ * group_size_ + next_++;
-  const int64_t group = episode / group_size_;
+  const int64_t mine = first_group_ * group_size_ + next_++;  // this rank's numbering
+  const int64_t group = (mine / group_size_) * ranks_ + rank_;
+  const int64_t episode = group * group_size_ + mine % group_size_;
   lock.unlock();
   // the group's initial state: a training state (seed != 0: not the evaluation states)
   const sim::TaskSpec& task = *tasks_[size_t(group) % tasks_.size()];

@@ -21,15 +21,18 @@ namespace ember::rl {
 class EpisodeFeed {
  public:
   // tasks must outlive the feed. Group g runs tasks[g % size] from a training initial state
-  // drawn from (seed, g) (never one of the evaluation states); numbering starts at first_group.
-  EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size, uint64_t seed, int64_t first_group);
+  // drawn from (seed, g) (never one of the evaluation states). A data-parallel job's rank r of
+  // `ranks` runs the groups g = l * ranks + r, its l-th group (counted from first_group, which is
+  // in this rank's numbering), so the ranks' groups are those of one process, interleaved.
+  EpisodeFeed(std::vector<const sim::TaskSpec*> tasks, int group_size, uint64_t seed, int64_t first_group, int rank = 0,
+              int ranks = 1);
 
   // The next episode (Episode::id = group * group_size + member), or nothing when the budget
   // is spent or stop() was called. Never blocks: a worker's vector env asks from inside its step.
   std::optional<sim::Episode> next();
   // Blocks until an episode may start (true) or stop() was called (false).
   bool wait_for_episode();
-  // Lets groups numbered below first_group + groups start.
+  // Lets this rank's groups below first_group + groups (its numbering) start.
   void allow(int64_t groups);
   // A finished episode; its group goes to the learner's queue once all members are in.
   void finish(Trajectory t);
@@ -49,10 +52,11 @@ class EpisodeFeed {
   int group_size_;
   uint64_t seed_;
   int64_t first_group_;
+  int rank_, ranks_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t allowed_ = 0;   // groups that may start (counted from first_group)
-  int64_t next_ = 0;      // episodes handed out (counted from first_group * group_size)
+  int64_t allowed_ = 0;   // this rank's groups that may start (counted from first_group)
+  int64_t next_ = 0;      // this rank's episodes handed out (counted from first_group * group_size)
   std::map<int64_t, Group> open_;
   std::deque<Group> done_;
   bool stopped_ = false;

@@ -23,8 +23,18 @@ train::PolicyState trained_state(const torch::nn::Module& module, const std::str
 
 }  // namespace
 
-Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options, ValueHead value)
-    : reference_(std::move(reference)), value_(std::move(value)), device_(device), options_(options) {
+std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double> values, const at::Device& device) {
+  if (!ranks || values.empty()) return values;
+  std::vector<at::Tensor> t{at::tensor(values, at::kDouble).to(device)};
+  ranks->all_reduce_sum(t);
+  auto host = t[0].cpu();
+  for (size_t i = 0; i < values.size(); ++i) values[i] = host[int64_t(i)].item<double>();
+  return values;
+}
+
+Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options, ValueHead value,
+                 std::shared_ptr<dist::Collectives> ranks)
+    : ranks_(std::move(ranks)), reference_(std::move(reference)), value_(std::move(value)), device_(device), options_(options) {
   if (options_.ppo && !value_) throw Error(ErrorKind::kInternal, "Learner: PPO needs a value head");
   // bf16 autocast on CUDA, as the rollout samples
   const bool autocast = device_.is_cuda();
@@ -33,12 +43,13 @@ Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Devi
   state_.shape = policy->shape;
   state_.module = policy.ptr();
   state_.policy = std::move(policy);
-  step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, nullptr, 0.0);
+  // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
+  step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();
   if (value_) {
     value_->train();
     value_state_ = trained_state(*value_, "value.", train::AdamWOptions{0.9, 0.999, 1e-8, 0.0});
-    value_step_ = std::make_unique<train::TrainStep>(value_state_, device_, options_.grad_clip_norm, autocast, nullptr, 0.0);
+    value_step_ = std::make_unique<train::TrainStep>(value_state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
     value_step_->begin();
   }
   reference_->eval();
@@ -154,18 +165,28 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
 StepStats Learner::step() {
   drain(true);  // the step's last, partial micro-batch
   StepStats out = acc_;
-  out.micro_batches = micro_batches_;
-  if (episodes_ > 0) out.success /= double(episodes_), out.ret /= double(episodes_);
-  if (acc_.terms > 0) {
-    const double n = double(acc_.terms);
-    auto o = step_->finish(options_.lr, n);
+  const double local_terms = double(acc_.terms);
+  // the job's sums (one process: this one's)
+  auto sums = sum_over_ranks(ranks_.get(),
+                             {double(acc_.terms), double(acc_.chunks), double(acc_.groups), double(acc_.flat_groups),
+                              double(micro_batches_), acc_.success, acc_.ret, double(episodes_),
+                              clipped_.defined() ? clipped_.item<double>() : 0.0, kl_sum_.defined() ? kl_sum_.item<double>() : 0.0,
+                              double(kl_terms_), double(value_terms_)},
+                             device_);
+  out.terms = int64_t(sums[0]), out.chunks = int64_t(sums[1]), out.groups = int64_t(sums[2]), out.flat_groups = int64_t(sums[3]);
+  out.micro_batches = int64_t(sums[4]);
+  const double episodes = sums[7], kl_terms = sums[10], value_terms = sums[11];
+  out.success = episodes > 0 ? sums[5] / episodes : 0.0;
+  out.ret = episodes > 0 ? sums[6] / episodes : 0.0;
+  if (out.terms > 0) {
+    auto o = step_->finish(options_.lr, local_terms);  // sums over the ranks itself
     out.grad_norm = o.grad_norm.item<double>();
     out.loss = o.loss.item<double>();
-    out.clip_frac = clipped_.item<double>() / n;
-    out.kl = kl_terms_ > 0 ? kl_sum_.item<double>() / double(kl_terms_) : 0.0;
+    out.clip_frac = sums[8] / double(out.terms);
+    out.kl = kl_terms > 0 ? sums[9] / kl_terms : 0.0;
   }
   step_->begin();  // no term had an advantage: no update, the next step starts clean
-  if (value_terms_ > 0) out.value_loss = value_step_->finish(options_.value_lr, double(value_terms_)).loss.item<double>();
+  if (value_terms > 0) out.value_loss = value_step_->finish(options_.value_lr, double(value_terms_)).loss.item<double>();
   if (value_step_) value_step_->begin();
   value_terms_ = 0;
   acc_ = StepStats{};

@@ -7,6 +7,9 @@
 // AdamW. How chunks split into micro-batches changes only the order of the sums. The ratio is against the
 // log-probabilities recorded at sampling time, whichever weights version sampled them.
 // KL to the starting policy is measured on the same terms (no gradient).
+// Data-parallel (collectives given): each rank accumulates its own groups; step() sums the
+// gradients over the ranks (TrainStep), and every figure of StepStats is the job's (the ranks'
+// sums, then the ratios), so all ranks step together, on the same weights.
 //
 // GRPO: every chunk of a trajectory has the trajectory's group-relative advantage (grpo.h).
 // PPO: each chunk has its own GAE advantage from its reward and the values recorded at
@@ -42,25 +45,30 @@ struct StepStats {
   double grad_norm = 0;
   int64_t terms = 0;     // chunk x denoising step terms with an advantage
   int64_t chunks = 0, groups = 0, flat_groups = 0;  // flat: equal returns, no signal
-  int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step
+  int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step, all ranks
   double success = 0, ret = 0;  // over the groups' episodes
   double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
 };
 
+// Sums values over the ranks in one collective (a tensor on device, the collectives'); values
+// unchanged without collectives.
+std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double> values, const at::Device& device);
+
 class Learner {
  public:
   // policy: trained in place (set to train mode); reference: the starting weights (frozen);
-  // value: PPO's value head, trained in place (required with options.ppo).
+  // value: PPO's value head, trained in place (required with options.ppo). ranks: the
+  // data-parallel job's collectives (null: one process); the weights must already agree.
   Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options,
-          ValueHead value = nullptr);
+          ValueHead value = nullptr, std::shared_ptr<dist::Collectives> ranks = nullptr);
   Learner(const Learner&) = delete;  // the steps hold references to the states
   Learner& operator=(const Learner&) = delete;
 
   // Adds a group (copies its chunks): its full micro-batches' gradients now, the rest with the
   // next group's chunks or at step().
   void accumulate(const Group& group);
-  // One optimizer step over what was accumulated since the last one (none when no term had an
-  // advantage); returns its figures and starts the next accumulation.
+  // One optimizer step over what was accumulated since the last one (none when no term of any
+  // rank had an advantage); returns its figures and starts the next accumulation. Collective.
   StepStats step();
 
   train::Optimizer& optimizer() { return *state_.optimizer; }
@@ -79,6 +87,7 @@ class Learner {
   // runs the queue's full micro-batches (all: and the partial one left)
   void drain(bool all);
 
+  std::shared_ptr<dist::Collectives> ranks_;
   model::Pi05Policy reference_;
   ValueHead value_;
   at::Device device_;

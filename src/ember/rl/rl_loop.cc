@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
@@ -80,6 +81,13 @@ Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device)
   return r;
 }
 
+// A fresh policy's and value head's initialisation seeds the process's global generator and
+// draws from it: two runs in one process (the ranks of rl_dist_test, as threads) take turns.
+std::mutex& seeded_init_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 // Stops the workers (the feed, then their episodes in flight) before anything they use goes.
 struct StopWorkers {
   EpisodeFeed& feed;
@@ -93,8 +101,13 @@ struct StopWorkers {
 
 }  // namespace
 
-RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration) {
+RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration,
+                std::shared_ptr<dist::Collectives> ranks) {
   validate(c);
+  const int rank = ranks ? ranks->rank() : 0, world = ranks ? ranks->world_size() : 1;
+  if (c.groups_per_step % world != 0)
+    throw Error(ErrorKind::kInvalidArgument, "--rl.groups_per_step=" + std::to_string(c.groups_per_step) + ": not a multiple of the job's " +
+                                                 std::to_string(world) + " ranks (each rank runs an equal share)");
   auto resume = resume_point(c);
   const sim::Suite& suite = sim::find_suite(c.suite);
   std::vector<sim::TaskSpec> specs;
@@ -106,23 +119,19 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   for (const auto& t : specs) tasks.push_back(&t);
   const sim::RendererKind renderer = sim::parse_renderer(c.renderer);
   if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
-  const at::Device device = model::resolve_device(c.device);
-  if (!device.is_cuda()) at::set_num_threads(std::max(1, usable_cores() - int(c.env_workers)));
+  at::Device device = model::resolve_device(c.device);
+  if (ranks && device.is_cuda()) device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
+  // the CPU's intra-op threads, for the learner (this thread) and the rollout's
+  const int cpu_threads = c.cpu_threads > 0 ? int(c.cpu_threads) : std::max(1, usable_cores() - int(c.env_workers));
+  if (!device.is_cuda()) at::set_num_threads(cpu_threads);
 
-  // the policies: the learner's (trained), the reference (KL), the rollout's copy
-  auto bundle = starting_policy(c, tasks, device);
+  // the policies: the learner's (trained), the reference (KL), the rollout's copy; PPO's value
+  // head and the rollout's copy of it
   LearnerOptions lo;
-  lo.noise = {c.noise_std, bundle.spec.action_dim};
-  lo.clip = c.clip;
-  lo.lr = c.lr;
-  lo.grad_clip_norm = c.grad_clip_norm;
-  lo.micro_batch = int(c.micro_batch);
-  lo.kl_every = int(c.kl_every);
   lo.ppo = c.algo == "ppo";
-  lo.gamma = c.gamma;
-  lo.gae_lambda = c.gae_lambda;
-  lo.value_lr = c.value_lr;
   ValueHead value = nullptr, rollout_value = nullptr;
+  std::unique_lock<std::mutex> seeded(seeded_init_mutex());
+  auto bundle = starting_policy(c, tasks, device);
   if (lo.ppo) {
     at::manual_seed(uint64_t(c.seed) + 1);
     value = ValueHead(prefix_feature_dim(bundle.shape));
@@ -130,22 +139,42 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     rollout_value = ValueHead(prefix_feature_dim(bundle.shape));
     rollout_value->to(device);
     rollout_value->eval();
+  }
+  seeded.unlock();
+  // every rank starts from rank 0's weights, whatever its own seeding did (as `ember train`)
+  auto broadcast_parameters = [&](torch::nn::Module& m) {
+    if (!ranks) return;
+    auto p = m.parameters();
+    ranks->broadcast(p, 0);
+  };
+  broadcast_parameters(*bundle.policy);
+  if (value) {
+    broadcast_parameters(*value);
     copy_value_head(*rollout_value, *value);
   }
-  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo, value);
+  lo.noise = {c.noise_std, bundle.spec.action_dim};
+  lo.clip = c.clip;
+  lo.lr = c.lr;
+  lo.grad_clip_norm = c.grad_clip_norm;
+  lo.micro_batch = int(c.micro_batch);
+  lo.kl_every = int(c.kl_every);
+  lo.gamma = c.gamma;
+  lo.gae_lambda = c.gae_lambda;
+  lo.value_lr = c.value_lr;
+  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo, value, ranks);
   Resumed from;
   if (resume) {
     from = restore(resume->dir, learner, device);
     if (value) copy_value_head(*rollout_value, *value);
   }
   fs::create_directories(c.output_dir);
-  write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
+  if (rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream}, from.step,
+  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
                        rollout_value);
-  const int64_t gps = c.groups_per_step;
-  EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps);
+  const int64_t gps = c.groups_per_step / world;  // this rank's
+  EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps, rank, world);
   auto scene = sim::Scene::load();
   std::vector<std::unique_ptr<EnvWorker>> workers;
   StopWorkers stop{feed, workers};
@@ -160,7 +189,8 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
 
   train::MetricsLogger::Options mo;
   mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
-  train::MetricsLogger log(c.output_dir, c.iterations, from.step, mo);
+  std::optional<train::MetricsLogger> log;
+  if (rank == 0) log.emplace(c.output_dir, c.iterations, from.step, mo);
   train::CheckpointWriter writer(c.output_dir);
   const bool async = c.mode == "async";
   int64_t dropped_total = 0, env_steps_total = from.env_steps, learner_ns = 0;
@@ -208,20 +238,27 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     timed([&] { it.learner = learner.step(); });
     server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
     it.step = step + 1;
-    it.staleness = stale / double(gps);
     Counters now = counters();
     it.wall_s = std::chrono::duration<double>(now.at - before.at).count();
     const double wall = std::max(it.wall_s, 1e-9);
-    it.env_steps = now.env_steps - before.env_steps;
+    // this rank's figures, then the job's: sums (rates: of each rank's own), busy fractions' means
+    auto job = sum_over_ranks(ranks.get(),
+                              {stale, double(it.dropped), double(now.env_steps - before.env_steps),
+                               std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers.size()))),
+                               double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall,
+                               double(now.learner_ns - before.learner_ns) * 1e-9 / wall,
+                               double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(world)},
+                              device);
+    it.staleness = job[0] / double(c.groups_per_step);
+    it.dropped = int64_t(job[1]);
+    it.env_steps = int64_t(job[2]);
     env_steps_total += it.env_steps;
-    it.env_busy = std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers.size())));
-    it.rollout_busy = double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall;
-    it.learner_busy = double(now.learner_ns - before.learner_ns) * 1e-9 / wall;
-    it.env_steps_per_s = double(it.env_steps) / wall;
-    it.samples_per_s = double(it.learner.chunks) / wall;
+    it.env_busy = job[3] / world, it.rollout_busy = job[4] / world, it.learner_busy = job[5] / world;
+    it.env_steps_per_s = job[6];
+    it.samples_per_s = job[7];  // the job's chunks over each rank's wall time, summed
     before = now;
     const auto& s = it.learner;
-    log.log(it.step, s.loss,
+    if (log) log->log(it.step, s.loss,
             {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
@@ -231,8 +268,9 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     result.iterations.push_back(it);
     if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {
       bundle.step = it.step;
+      result.last_checkpoint = (writer.checkpoints_dir() / train::checkpoint_dir_name(it.step)).string();
       nlohmann::json state{{"step", it.step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
-      result.last_checkpoint = writer.save(it.step, [&](const fs::path& tmp) {
+      if (rank == 0) result.last_checkpoint = writer.save(it.step, [&](const fs::path& tmp) {
         train::write_policy_files(tmp, bundle);
         model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
         if (value) {
@@ -242,9 +280,10 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
         write_json_file((tmp / "rl_state.json").string(), state);
         write_json_file((tmp / "rl_config.json").string(), to_json(c));
       }).string();
+      if (ranks) ranks->barrier();  // the checkpoint is complete before any rank goes on (or exits)
     }
   }
-  log.finish();
+  if (log) log->finish();
   return result;
 }
 

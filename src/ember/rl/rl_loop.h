@@ -14,12 +14,15 @@
 // --checkpoint` reads them; optimizer.safetensors; rl_state.json). --resume continues from the
 // latest checkpoint.
 //
-// Reproducibility. Sync mode on the CPU is bit-exact, and so is its resume (rl_loop_test): every
-// random draw is seeded by the episode (initial states, the env's seed, each request's noise
-// stream: flow_noise.h), a request's chain does not depend on the batch it was sampled in, every
-// chunk of a step is sampled by the same weights, and the step's groups enter accumulation in
-// group order. On CUDA, not claimed: the libraries may pick other kernels for another batch size
-// (the dynamic batcher's batches follow the timing), so a chain can differ in its last bits. Async
+// Reproducibility. Sync mode with --rl.max_batch=1 and --rl.cpu_threads=1 on the CPU is
+// bit-exact, and so is its resume (rl_loop_test; the rollout thread sets its own OpenMP team
+// size, which is per thread, to --rl.cpu_threads: left at the library's default it made about
+// one run in eight differ in its last bits). Every random draw is seeded by the episode (initial states, the env's seed, each
+// request's noise stream: flow_noise.h), every chunk of a step is sampled by the same weights, and
+// the step's groups enter accumulation in group order. With larger batches it is not claimed,
+// on the CPU or on CUDA: the dynamic batcher's batches follow the timing, and the libraries pick
+// other kernels or blockings for another batch size (MKL's linear changes a row's last bits at 9
+// of the batch sizes 1-39 on this project's CPU), so a chain can differ in its last bits. Async
 // is not, by nature: the version of the weights that samples a chunk depends on where the
 // episode was when the learner swapped them in, and groups enter accumulation as they finish;
 // both follow the threads' timing. A resumed async run starts with an empty pipeline (the
@@ -54,6 +57,17 @@ struct RlResult {
 // Runs config.iterations optimizer steps (less the resumed ones). Throws Error for bad flags
 // (naming them), a bad checkpoint (naming its file), or a failure of a worker.
 // on_iteration (optional) sees each step's figures.
-RlResult run_rl(const RlConfig& config, const std::function<void(const IterationStats&)>& on_iteration = nullptr);
+// ranks (optional): a data-parallel job (`ember launch`), every rank calling run_rl with the same
+// config and its own device. Each rank runs its own env workers and rollout on its device and
+// 1/world of each step's groups (episode_feed.h: the groups one process would run, dealt out in
+// turn); the learners sum their gradients (learner.h), so every rank holds the same weights and
+// swaps them into its rollout. The figures are the job's (sums over the ranks; the busy
+// fractions their means); rank 0 writes metrics.jsonl, rl_config.json and the checkpoints, and
+// every rank resumes from them. Sync mode with --rl.max_batch=1 on the CPU runs the same
+// episodes as one process with the same config, so its first step's figures are the same and
+// the weights agree to rounding (the sums run in another order; rl_dist_test), and a sync job
+// resumes bit for bit as one process does.
+RlResult run_rl(const RlConfig& config, const std::function<void(const IterationStats&)>& on_iteration = nullptr,
+                std::shared_ptr<dist::Collectives> ranks = nullptr);
 
 }  // namespace ember::rl

@@ -1,5 +1,6 @@
 #include "ember/rl/rollout_server.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -22,7 +23,8 @@ struct RolloutServer::Stream {
 RolloutServer::RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
                              BatchingOptions batching, int64_t version, ValueHead value)
     : policy_(std::move(policy)), value_(std::move(value)), builder_(builder), noise_(noise), device_(device),
-      batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version) {
+      batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version),
+      cpu_threads_(device.is_cuda() ? 0 : batching.cpu_threads) {
   if (device_.is_cuda() && batching.own_stream) {
     stream_ = std::make_unique<Stream>(device_);
     // the policy's weights were copied in on this thread's stream: the first batch waits for them
@@ -62,6 +64,8 @@ void RolloutServer::loop() {
   // this thread's kernels on the rollout's stream (the current stream is per thread)
   std::optional<c10::cuda::CUDAStreamGuard> on_stream;
   if (stream_) on_stream.emplace(stream_->stream);
+  // OpenMP's team size is per thread: a new thread would start from the library's default
+  if (cpu_threads_ > 0) at::set_num_threads(cpu_threads_);
   for (;;) {
     auto batch = batcher_.take();
     if (batch.empty()) return;

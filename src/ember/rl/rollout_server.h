@@ -37,6 +37,7 @@ struct BatchingOptions {
   int max_batch = 8;
   double timeout_ms = 5;
   bool own_stream = true;  // CUDA: the rollout's kernels on a stream of their own (--rl.rollout_stream)
+  int cpu_threads = 0;     // CPU: the rollout thread's intra-op threads (0: the library's default)
 };
 
 class RolloutServer {
@@ -81,6 +82,7 @@ class RolloutServer {
   std::unique_ptr<Stream> stream_;
   std::mutex weights_mu_;
   int64_t version_;
+  int cpu_threads_;
   std::atomic<int64_t> busy_ns_{0}, batches_{0}, requests_{0};
   std::thread thread_;
 };

@@ -1,0 +1,101 @@
+// What the RL loop's tests share: the tiny run on the `easy` suite and the bit-exact resume check.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/model/weights.h"
+#include "ember/rl/rl_loop.h"
+#include "ember/sim/gl_context.h"
+
+namespace ember::rl {
+
+inline bool have_renderer() {
+  if (sim::default_renderer() != sim::RendererKind::kNone) return true;
+  return false;
+}
+
+// A fresh tiny policy on short episodes: the return is shaped (progress of the end effector
+// towards the button), so a policy that starts at chance has a signal from the first group.
+inline RlConfig tiny_run(const std::string& out) {
+  RlConfig c;
+  c.preset = "tiny";
+  c.horizon = 8;
+  c.num_steps = 3;
+  c.image_size = 16;
+  c.output_dir = out;
+  c.suite = "easy";
+  c.device = "cpu";
+  c.seed = 1;
+  c.groups_per_step = 4;
+  c.group_size = 4;
+  c.env_workers = 2;
+  c.envs_per_worker = 4;
+  c.max_batch = 8;
+  c.replan_steps = 8;
+  c.max_episode_steps = 24;
+  c.noise_std = 0.3;
+  c.shaping = 10;
+  c.lr = 3e-3;
+  return c;
+}
+
+inline std::vector<nlohmann::json> metrics(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream f(out + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// Sync mode resumes bit for bit: a run stopped after step 1 and resumed gives the uninterrupted
+// run's figures for steps 2 and 3 exactly (==, not near), and the same weights at the end.
+// One request per batch (a batch's size follows the timing, and MKL's results for a row change
+// with it) and one intra-op thread (async cannot either way: rl_loop.h says why).
+inline void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
+  auto c = tiny_run(dir + "/whole");
+  c.mode = "sync";
+  c.max_batch = 1;
+  c.cpu_threads = 1;
+  c.algo = algo;
+  c.groups_per_step = 2;
+  c.max_episode_steps = 16;
+  c.iterations = 3;
+  auto whole = run_rl(c);
+  c.output_dir = dir + "/parts";
+  c.iterations = 1;
+  run_rl(c);
+  c.resume = true;
+  c.iterations = 3;
+  auto rest = run_rl(c);
+  ASSERT_EQ(whole.iterations.size(), 3u);
+  ASSERT_EQ(rest.iterations.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto &a = whole.iterations[i + 1], &b = rest.iterations[i];
+    EXPECT_EQ(a.step, b.step);
+    EXPECT_EQ(a.env_steps, b.env_steps) << "step " << a.step;
+    const auto &x = a.learner, &y = b.learner;
+    EXPECT_EQ(x.terms, y.terms) << "step " << a.step;
+    EXPECT_EQ(x.ret, y.ret) << "step " << a.step;
+    EXPECT_EQ(x.success, y.success) << "step " << a.step;
+    EXPECT_EQ(x.loss, y.loss) << "step " << a.step;
+    EXPECT_EQ(x.grad_norm, y.grad_norm) << "step " << a.step;
+    EXPECT_EQ(x.kl, y.kl) << "step " << a.step;
+    EXPECT_EQ(x.clip_frac, y.clip_frac) << "step " << a.step;
+    EXPECT_EQ(x.value_loss, y.value_loss) << "step " << a.step;
+  }
+  // a learning run: the figures compared are of updates that moved the policy
+  EXPECT_GT(whole.iterations[2].learner.kl, 0);
+  std::vector<std::string> files{"model.safetensors", "optimizer.safetensors"};
+  if (algo == "ppo") files.push_back("value_head.safetensors");
+  for (const auto& f : files) {
+    auto a = model::load_tensors(whole.last_checkpoint + "/" + f), b = model::load_tensors(rest.last_checkpoint + "/" + f);
+    ASSERT_EQ(a.size(), b.size()) << f;
+    for (const auto& [name, t] : a) EXPECT_TRUE(b.count(name) && at::equal(t, b.at(name))) << f << ": " << name;
+  }
+}
+
+}  // namespace ember::rl
