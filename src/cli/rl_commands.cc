@@ -55,6 +55,7 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.lr", c->lr, "AdamW learning rate (default 1e-4)");
   r->add_option("--rl.grad_clip_norm", c->grad_clip_norm, "global gradient norm clip (default 1)");
   r->add_option("--rl.micro_batch", c->micro_batch, "chunks per learner micro-batch (default 16)");
+  r->add_option("--rl.placement", c->placement, "shared (default: rollout on the learner's GPU) | split (a GPU each: 2 per process or rank)");
   r->add_option("--rl.cpu_threads", c->cpu_threads, "CPU: intra-op threads of the learner and the rollout (default: cores - env workers)");
   r->add_option("--dist.timeout_s", c->dist_timeout_s, "ember launch: a collective waiting longer fails the run (default 600)");
   r->add_option("--rl.kl_every", c->kl_every, "measure the KL to the start policy on every N-th micro-batch (default 1)");

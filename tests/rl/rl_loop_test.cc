@@ -132,6 +132,15 @@ TEST(RlLoop, PpoResumesWithItsValueHead) {
   EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
 }
 
+// --rl.placement=split gives the rollout a GPU of its own: on the CPU it is refused by name.
+TEST(RlLoop, SplitPlacementNeedsCuda) {
+  test::TempDir dir("rl_split_cpu");
+  auto c = tiny_run(dir.path());
+  c.placement = "split";
+  auto msg = test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("--rl.placement=split: needs CUDA devices"), std::string::npos) << msg;
+}
+
 TEST(RlLoop, SyncResumesBitExact) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_bit_exact");

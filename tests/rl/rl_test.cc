@@ -491,6 +491,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.render_layout = "gpu";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.render_layout"), std::string::npos);
   c.render_layout = "auto";
+  c.placement = "ring";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.placement"), std::string::npos);
+  c.placement = "split";
   validate(c);
   auto back = rl_config_from_json(to_json(c), "rl_config.json");
   EXPECT_EQ(to_json(back), to_json(c));

@@ -52,6 +52,9 @@ struct RlConfig {
   // Env workers render through a process each (sim/render_process.h) or a GL context on their
   // own thread: "auto" = processes with EGL, threads with OSMesa (sim/vector_env.h).
   std::string render_layout = "auto";  // auto | thread | process
+  // Where the rollout runs: "shared" (the learner's device) or "split" (a GPU of its own: each
+  // process, or each rank of `ember launch`, uses two GPUs; rl_loop.cc rollout_device_of).
+  std::string placement = "shared";
   int64_t cpu_threads = 0;  // CPU: intra-op threads of the learner and the rollout (0: cores - env_workers)
   double dist_timeout_s = 600;  // a data-parallel job (ember launch): a collective waiting longer fails
 };

@@ -1,6 +1,7 @@
 #include "ember/rl/rl_loop.h"
 
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <chrono>
@@ -88,6 +89,20 @@ std::mutex& seeded_init_mutex() {
   return m;
 }
 
+// --rl.placement: the rollout's device. shared: the learner's. split: the GPU after it, the
+// learner moving to an even one (one process: cuda:0 and cuda:1; rank with LOCAL_RANK r of a job:
+// cuda:2r and cuda:2r+1). device: the learner's, updated.
+at::Device rollout_device_of(const RlConfig& c, at::Device& device) {
+  if (c.placement != "split") return device;
+  if (!device.is_cuda()) throw Error(ErrorKind::kInvalidArgument, "--rl.placement=split: needs CUDA devices (--device=" + c.device + ")");
+  const int learner = 2 * int(device.index());
+  if (learner + 1 >= int(torch::cuda::device_count()))
+    throw Error(ErrorKind::kInvalidArgument, "--rl.placement=split: the rollout would be on cuda:" + std::to_string(learner + 1) + ", but this node has " +
+                                                 std::to_string(torch::cuda::device_count()) + " CUDA device(s) (two per rank)");
+  device = at::Device(at::kCUDA, c10::DeviceIndex(learner));
+  return at::Device(at::kCUDA, c10::DeviceIndex(learner + 1));
+}
+
 // Stops the workers (the feed, then their episodes in flight) before anything they use goes.
 struct StopWorkers {
   EpisodeFeed& feed;
@@ -121,6 +136,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
   at::Device device = model::resolve_device(c.device);
   if (ranks && device.is_cuda()) device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
+  at::Device rollout_device = rollout_device_of(c, device);
   // the CPU's intra-op threads, for the learner (this thread) and the rollout's
   const int cpu_threads = c.cpu_threads > 0 ? int(c.cpu_threads) : std::max(1, usable_cores() - int(c.env_workers));
   if (!device.is_cuda()) at::set_num_threads(cpu_threads);
@@ -137,7 +153,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     value = ValueHead(prefix_feature_dim(bundle.shape));
     value->to(device);
     rollout_value = ValueHead(prefix_feature_dim(bundle.shape));
-    rollout_value->to(device);
+    rollout_value->to(rollout_device);
     rollout_value->eval();
   }
   seeded.unlock();
@@ -171,7 +187,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   if (rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(copy_policy(bundle, device), builder, lo.noise, device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
+  RolloutServer server(copy_policy(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
                        rollout_value);
   const int64_t gps = c.groups_per_step / world;  // this rank's
   EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps, rank, world);
