@@ -97,16 +97,9 @@ TEST(RlDist, TwoRanksRunTheGroupsOfOneProcess) {
 TEST(RlDist, TwoRanksResume) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_dist_resume");
-  auto c = sync_run(dir.path() + "/whole");
+  auto c = sync_run(dir.path());
   c.algo = "ppo";
-  c.iterations = 3;
-  auto whole = run_two_ranks(c);
-  c.output_dir = dir.path() + "/parts";
-  c.iterations = 1;
-  run_two_ranks(c);
-  c.resume = true;
-  c.iterations = 3;
-  auto rest = run_two_ranks(c);
+  auto [whole, rest] = run_with_resume(c, dir.path(), run_two_ranks);
   ASSERT_EQ(whole.iterations.size(), 3u);
   ASSERT_EQ(rest.iterations.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/model/weights.h"
@@ -51,6 +52,21 @@ inline std::vector<nlohmann::json> metrics(const std::string& out) {
   return lines;
 }
 
+// c run to step 3 in dir/whole, and in dir/parts to step 1, then resumed to step 3 (by `run`: one
+// process, or the ranks of a job): the uninterrupted run's result and the resumed one's.
+inline std::pair<RlResult, RlResult> run_with_resume(RlConfig c, const std::string& dir,
+                                                     const std::function<RlResult(const RlConfig&)>& run) {
+  c.output_dir = dir + "/whole";
+  c.iterations = 3;
+  auto whole = run(c);
+  c.output_dir = dir + "/parts";
+  c.iterations = 1;
+  run(c);
+  c.resume = true;
+  c.iterations = 3;
+  return {whole, run(c)};
+}
+
 // Sync mode resumes bit for bit: a run stopped after step 1 and resumed gives the uninterrupted
 // run's figures for steps 2 and 3 exactly (==, not near), and the same weights at the end.
 // One request per batch (a batch's size follows the timing, and MKL's results for a row change
@@ -63,14 +79,7 @@ inline void expect_bit_exact_resume(const std::string& algo, const std::string& 
   c.algo = algo;
   c.groups_per_step = 2;
   c.max_episode_steps = 16;
-  c.iterations = 3;
-  auto whole = run_rl(c);
-  c.output_dir = dir + "/parts";
-  c.iterations = 1;
-  run_rl(c);
-  c.resume = true;
-  c.iterations = 3;
-  auto rest = run_rl(c);
+  auto [whole, rest] = run_with_resume(c, dir, [](const RlConfig& r) { return run_rl(r); });
   ASSERT_EQ(whole.iterations.size(), 3u);
   ASSERT_EQ(rest.iterations.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
