@@ -41,10 +41,7 @@ if [[ "$src" == "$root" ]]; then deps="${DEPS_DIR:-/tmp/ember-deps}"; else deps=
 name="$([[ "$src" == "$root" ]] && echo "" || echo "_$(basename "$src")")"
 
 # the glvnd loaders (EGL rendering in sim) go over /, as the device README says
-if compgen -G "$root/.gl/*.deb" >/dev/null; then
-  for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
+"$root/scripts/gpu-gl.sh" || exit 1
 # the bundle goes into a prefix of its own (scripts/gpu-unpack.sh reads $root/.deps/debs)
 prefix="$("$root/scripts/gpu-unpack.sh" "$deps")" || exit 1
 torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" || exit 1

@@ -18,10 +18,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin_dir="$(cd "${1:?usage: node_wrap.sh BIN_DIR [WRAP_DIR]}" && pwd)" || exit 2
 wrap_dir="${2:-/tmp/ember-bin}"
-if compgen -G "$root/.gl/*.deb" >/dev/null; then
-  for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
+"$root/scripts/gpu-gl.sh" || exit 1
 prefix="$("$root/scripts/gpu-unpack.sh" "${DEPS_DIR:-/tmp/ember-deps}")" || exit 1
 torch_dir="$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')" || exit 1
 libs="$prefix/lib/x86_64-linux-gnu:$prefix/../lib/x86_64-linux-gnu:$torch_dir/lib:$torch_dir/../nvidia/cu13/lib:/usr/local/cuda/lib64"
