@@ -74,6 +74,7 @@ void add_rl_command(CLI::App& app, Action& action) {
       // one rank of a data-parallel job (ember launch): its own env workers, rollout and learner
       RankOptions ro;
       ro.timeout = std::chrono::milliseconds(int64_t(c->dist_timeout_s * 1000));
+      ro.gpus_per_rank = c->placement == "split" ? 2 : 1;  // the collectives on the learner's GPU
       return run_rank("rl", env, c->device, ro, [&](std::shared_ptr<dist::Collectives> ranks, at::Device) {
         auto result = rl::run_rl(*c, nullptr, std::move(ranks));  // on cuda:LOCAL_RANK (or the CPU)
         if (env.rank == 0) report(result);

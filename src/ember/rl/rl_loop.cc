@@ -89,18 +89,20 @@ std::mutex& seeded_init_mutex() {
   return m;
 }
 
-// --rl.placement: the rollout's device. shared: the learner's. split: the GPU after it, the
-// learner moving to an even one (one process: cuda:0 and cuda:1; rank with LOCAL_RANK r of a job:
-// cuda:2r and cuda:2r+1). device: the learner's, updated.
-at::Device rollout_device_of(const RlConfig& c, at::Device& device) {
-  if (c.placement != "split") return device;
+// Where the learner and the rollout run. device: this process's (cuda:LOCAL_RANK for a rank).
+// --rl.placement shared: both there. split: the learner on an even GPU, the rollout on the next
+// (one process: cuda:0 and cuda:1; the rank with LOCAL_RANK r of a job: cuda:2r and cuda:2r+1).
+struct Placement {
+  at::Device learner, rollout;
+};
+Placement placement_of(const RlConfig& c, const at::Device& device) {
+  if (c.placement != "split") return {device, device};
   if (!device.is_cuda()) throw Error(ErrorKind::kInvalidArgument, "--rl.placement=split: needs CUDA devices (--device=" + c.device + ")");
   const int learner = 2 * int(device.index());
   if (learner + 1 >= int(torch::cuda::device_count()))
     throw Error(ErrorKind::kInvalidArgument, "--rl.placement=split: the rollout would be on cuda:" + std::to_string(learner + 1) + ", but this node has " +
                                                  std::to_string(torch::cuda::device_count()) + " CUDA device(s) (two per rank)");
-  device = at::Device(at::kCUDA, c10::DeviceIndex(learner));
-  return at::Device(at::kCUDA, c10::DeviceIndex(learner + 1));
+  return {at::Device(at::kCUDA, c10::DeviceIndex(learner)), at::Device(at::kCUDA, c10::DeviceIndex(learner + 1))};
 }
 
 // Stops the workers (the feed, then their episodes in flight) before anything they use goes.
@@ -134,21 +136,20 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   for (const auto& t : specs) tasks.push_back(&t);
   const sim::RendererKind renderer = sim::parse_renderer(c.renderer);
   if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
-  at::Device device = model::resolve_device(c.device);
-  if (ranks && device.is_cuda()) device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
-  at::Device rollout_device = rollout_device_of(c, device);
+  at::Device process_device = model::resolve_device(c.device);
+  if (ranks && process_device.is_cuda()) process_device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
+  const Placement placement = placement_of(c, process_device);
+  const at::Device device = placement.learner, rollout_device = placement.rollout;
   // the CPU's intra-op threads, for the learner (this thread) and the rollout's
   const int cpu_threads = c.cpu_threads > 0 ? int(c.cpu_threads) : std::max(1, usable_cores() - int(c.env_workers));
   if (!device.is_cuda()) at::set_num_threads(cpu_threads);
 
   // the policies: the learner's (trained), the reference (KL), the rollout's copy; PPO's value
   // head and the rollout's copy of it
-  LearnerOptions lo;
-  lo.ppo = c.algo == "ppo";
   ValueHead value = nullptr, rollout_value = nullptr;
   std::unique_lock<std::mutex> seeded(seeded_init_mutex());
   auto bundle = starting_policy(c, tasks, device);
-  if (lo.ppo) {
+  if (c.algo == "ppo") {
     at::manual_seed(uint64_t(c.seed) + 1);
     value = ValueHead(prefix_feature_dim(bundle.shape));
     value->to(device);
@@ -168,6 +169,8 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     broadcast_parameters(*value);
     copy_value_head(*rollout_value, *value);
   }
+  LearnerOptions lo;
+  lo.ppo = c.algo == "ppo";
   lo.noise = {c.noise_std, bundle.spec.action_dim};
   lo.clip = c.clip;
   lo.lr = c.lr;
@@ -271,7 +274,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     env_steps_total += it.env_steps;
     it.env_busy = job[3] / world, it.rollout_busy = job[4] / world, it.learner_busy = job[5] / world;
     it.env_steps_per_s = job[6];
-    it.samples_per_s = job[7];  // the job's chunks over each rank's wall time, summed
+    it.samples_per_s = job[7];  // the job's chunks per second (over the ranks' mean rate)
     before = now;
     const auto& s = it.learner;
     if (log) log->log(it.step, s.loss,
@@ -286,7 +289,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
       bundle.step = it.step;
       result.last_checkpoint = (writer.checkpoints_dir() / train::checkpoint_dir_name(it.step)).string();
       nlohmann::json state{{"step", it.step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
-      if (rank == 0) result.last_checkpoint = writer.save(it.step, [&](const fs::path& tmp) {
+      if (rank == 0) writer.save(it.step, [&](const fs::path& tmp) {
         train::write_policy_files(tmp, bundle);
         model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
         if (value) {
@@ -295,7 +298,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
         }
         write_json_file((tmp / "rl_state.json").string(), state);
         write_json_file((tmp / "rl_config.json").string(), to_json(c));
-      }).string();
+      });
       if (ranks) ranks->barrier();  // the checkpoint is complete before any rank goes on (or exits)
     }
   }

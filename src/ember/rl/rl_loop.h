@@ -58,7 +58,8 @@ struct RlResult {
 // (naming them), a bad checkpoint (naming its file), or a failure of a worker.
 // on_iteration (optional) sees each step's figures.
 // ranks (optional): a data-parallel job (`ember launch`), every rank calling run_rl with the same
-// config and its own device. Each rank runs its own env workers and rollout on its device and
+// config; on CUDA the collectives must be on the rank's learner GPU (cuda:LOCAL_RANK, or
+// cuda:2 x LOCAL_RANK with --rl.placement=split). Each rank runs its own env workers and rollout on its device and
 // 1/world of each step's groups (episode_feed.h: the groups one process would run, dealt out in
 // turn); the learners sum their gradients (learner.h), so every rank holds the same weights and
 // swaps them into its rollout. The figures are the job's (sums over the ranks; the busy
