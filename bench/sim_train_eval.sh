@@ -3,7 +3,7 @@
 # suite (EGL rendering, PNG cameras: the GPU nodes have no FFmpeg), train a policy on them for a
 # bounded time, evaluate it on the suite's committed initial states: success per task.
 #
-#   bash bench/sim_train_eval.sh collect|train|eval|all|speed
+#   bash bench/sim_train_eval.sh collect|train|eval|all|speed|rl
 #
 #   collect  ember sim collect --suite ember10 --episodes_per_task EPISODES --image_size IMAGE
 #            --n_envs 16 --renderer egl --camera_dtype image, then ember data check
@@ -15,6 +15,10 @@
 #            give DEADLINE_S: then training gets at most what collect and EVAL_S leave of it, as in
 #            bench/results/groot_sim_h200_2026-12-01.md)
 #   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
+#   rl       ember rl (GRPO, async) on ember10 from the run's latest checkpoint (RUN) into RL_RUN,
+#            cameras at IMAGE px as in eval, stopped after RL_SECONDS at the latest (a checkpoint
+#            every RL_SAVE steps keeps the work; RL_RESUME=1 continues RL_RUN); then
+#            `RUN=RL_RUN bash bench/sim_train_eval.sh eval` evaluates it like the supervised run
 # Environment (defaults are the recipe of 2026-11-30, 71.4 % average success):
 #   EPISODES=50 IMAGE=128 POLICY_TYPE=pi05 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000
 #   LR=3e-4 SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
@@ -22,6 +26,8 @@
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
+#   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
+#   RL_ENVS=8 RL_LR=2e-5 RL_NOISE=0.2 RL_MICRO=64 RL_EXTRA (more `ember rl` flags)
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
 #   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
@@ -80,6 +86,22 @@ evaluate() {
   ls "$ev/videos" >"$out/eval_${run}_videos.txt"
 }
 
+rl() {
+  local rl_run="${RL_RUN:-rl}" resume=()
+  if [[ "${RL_RESUME:-0}" == 1 ]]; then resume=(--resume); else rm -rf "${work:?}/$rl_run"; fi
+  timeout "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
+    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode async --rl.algo grpo \
+    --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
+    --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
+    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-64}" --rl.replan_steps "${REPLAN:-5}" \
+    --rl.lr "${RL_LR:-2e-5}" --rl.noise_std "${RL_NOISE:-0.2}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
+    tee -a "$out/$rl_run.log" | tail -n 30
+  local rc=${PIPESTATUS[0]}
+  ((rc == 124)) && echo "rl: stopped by RL_SECONDS=${RL_SECONDS:-480} (the latest checkpoint is kept)" | tee -a "$out/$rl_run.log"
+  cp "$work/$rl_run/metrics.jsonl" "$out/${rl_run}_metrics.jsonl"
+  ((rc == 0 || rc == 124))
+}
+
 stage() {  # runs stage $1, printing how long it took
   local t=$SECONDS
   "$1"
@@ -100,11 +122,12 @@ all() {
   stage train && stage evaluate
 }
 
-case "${1:?usage: bench/sim_train_eval.sh collect|train|eval|all|speed}" in
+case "${1:?usage: bench/sim_train_eval.sh collect|train|eval|all|speed|rl}" in
   collect) collect ;;
   train) train ;;
   eval) evaluate ;;
   all) all ;;
+  rl) rl ;;
   speed) "$ember" bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 --seconds 3 2>&1 | tee "$out/bench_sim_egl.jsonl" ;;
-  *) echo "usage: bench/sim_train_eval.sh collect|train|eval|all|speed" >&2; exit 2 ;;
+  *) echo "usage: bench/sim_train_eval.sh collect|train|eval|all|speed|rl" >&2; exit 2 ;;
 esac

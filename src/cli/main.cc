@@ -1,6 +1,10 @@
+#include <execinfo.h>
 #include <malloc.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -45,6 +49,33 @@ std::string missing_subcommand_message(CLI::App& app, int argc, char** argv, con
 
 }  // namespace
 
+namespace {
+// A crash (a bug in ember or a library) ends with its signal and the stack, as addresses with
+// their offsets in each binary (addr2line on an unstripped build names them), so that a report
+// of it can be acted on; then the default action (a core file where enabled).
+void report_crash(int sig) {
+  const char* head = "ember: fatal signal ";
+  ssize_t ignored = write(STDERR_FILENO, head, strlen(head));
+  const char* name = strsignal(sig);
+  ignored = write(STDERR_FILENO, name, strlen(name));
+  ignored = write(STDERR_FILENO, "; stack:\n", 9);
+  (void)ignored;
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);
+  raise(sig);  // SA_RESETHAND: the default action now
+}
+
+void install_crash_report() {
+  void* warm[1];
+  backtrace(warm, 1);  // loads libgcc's unwinder now, not inside the handler
+  struct sigaction sa {};
+  sa.sa_handler = report_crash;
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &sa, nullptr);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
 #ifdef EMBER_HAVE_SIM
   // a render process that VectorEnv started (sim/render_process.h): it serves, then exits
@@ -53,6 +84,7 @@ int main(int argc, char** argv) {
   // keep freed memory for reuse instead of returning it to the system after every batch:
   // decoding allocates and frees the same large buffers again and again (pyarrow's jemalloc
   // pools do the same)
+  install_crash_report();
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"ember: native training platform for robot vision-language-action policies"};

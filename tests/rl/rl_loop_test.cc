@@ -141,6 +141,29 @@ TEST(RlLoop, SplitPlacementNeedsCuda) {
   EXPECT_NE(msg.find("--rl.placement=split: needs CUDA devices"), std::string::npos) << msg;
 }
 
+// --rl.camera_size renders the cameras at another size than the policy's vision tower (as
+// `ember eval --image_size` does) and the policy resizes them: the run goes through, on other
+// pixels than at the policy's own size, and the size is recorded with the run.
+TEST(RlLoop, CamerasRenderedAtAnotherSizeAreResized) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_camera_size");
+  auto run = [&](int64_t size, const std::string& name) {
+    auto c = tiny_run(dir.path() + "/" + name);
+    c.mode = "sync";
+    c.max_batch = 1;
+    c.cpu_threads = 1;
+    c.iterations = 1;
+    c.groups_per_step = 2;
+    c.camera_size = size;
+    return run_rl(c).iterations.at(0).learner;
+  };
+  const auto own = run(0, "own"), again = run(0, "again"), wide = run(40, "wide");
+  EXPECT_EQ(own.ret, again.ret);  // the comparison below is not noise
+  EXPECT_NE(own.ret, wide.ret);
+  auto saved = nlohmann::json::parse(std::ifstream(dir.path() + "/wide/rl_config.json"));
+  EXPECT_EQ(saved.at("camera_size"), 40);
+}
+
 TEST(RlLoop, SyncResumesBitExact) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_bit_exact");

@@ -494,6 +494,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.placement = "ring";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.placement"), std::string::npos);
   c.placement = "split";
+  c.camera_size = 4;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.camera_size"), std::string::npos);
+  c.camera_size = 128;
   validate(c);
   auto back = rl_config_from_json(to_json(c), "rl_config.json");
   EXPECT_EQ(to_json(back), to_json(c));

@@ -29,6 +29,7 @@ void validate(const RlConfig& c) {
   require(c.max_batch > 0, "rl.max_batch", "must be > 0");
   require(c.batch_timeout_ms >= 0, "rl.batch_timeout_ms", "must be >= 0");
   require(c.replan_steps > 0, "rl.replan_steps", "must be > 0");
+  require(c.camera_size == 0 || (c.camera_size >= 8 && c.camera_size <= 2048), "rl.camera_size", "must be 0 (the policy's size) or in 8..2048");
   require(c.max_episode_steps >= 0, "rl.max_episode_steps", "must be >= 0");
   require(c.noise_std > 0, "rl.noise_std", "must be > 0");
   require(c.shaping >= 0, "rl.shaping", "must be >= 0");
@@ -50,7 +51,8 @@ void validate(const RlConfig& c) {
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
-  X(render_layout) X(kl_every) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement)
+  X(render_layout) X(kl_every) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
+  X(camera_size)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

@@ -200,7 +200,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   EnvWorkerOptions wo;
   wo.n_envs = int(c.envs_per_worker);
   wo.renderer = renderer;
-  wo.image_size = bundle.shape.vision.image_size;
+  wo.image_size = c.camera_size > 0 ? int(c.camera_size) : bundle.shape.vision.image_size;  // the builder resizes
   wo.render_layout = sim::parse_render_layout(c.render_layout, "--rl.render_layout");
   wo.replan_steps = int(c.replan_steps);
   wo.shaping = c.shaping;
