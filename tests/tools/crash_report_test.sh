@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# A crash of ember (here: SIGSEGV sent to `ember launch` while it waits on its worker) prints the
+# signal and the stack on stderr, then ends by that signal (status 128 + 11), so that a report of
+# it can be acted on.
+#   crash_report_test.sh EMBER
+set -uo pipefail
+ember="$1"
+d="$(mktemp -d)"
+trap 'pkill -P $$ sleep 2>/dev/null; rm -rf "$d"' EXIT
+"$ember" launch --nproc_per_node 1 -- sleep 20 2>"$d/err" &
+pid=$!
+sleep 1
+kill -SEGV "$pid"
+wait "$pid"
+status=$?
+pkill -f "^sleep 20$" 2>/dev/null
+head -n 6 "$d/err"
+[[ $status == 139 ]] || { echo "expected status 139 (SIGSEGV), got $status"; exit 1; }
+grep -q '^ember: fatal signal Segmentation fault; stack:$' "$d/err" || { echo "no crash report on stderr"; exit 1; }
+(($(grep -c '(+0x\|\[0x' "$d/err") >= 3)) || { echo "the report holds no stack frames"; exit 1; }
+echo "crash report: ok"
