@@ -36,7 +36,9 @@
 #   EMBER_SIM_ASSETS  assets/sim of the tree, where the binary was built in another place
 # Device-time cost on one H200, 2026-11-30: collect 195 s (500 episodes, 18701 frames), train
 # TRAIN_SECONDS (540 s), eval 137 s (500 trials); 2026-12-01 (nvidia-h200, process render
-# layout): collect 78 s, eval of 200 trials 19-31 s. Each phase fits one 10-minute call; the
+# layout): collect 78 s, eval of 200 trials 19-31 s; 2026-12-02 (nvidia-h200): collect 85 s, train
+# all 6000 steps in ~410 s, eval of 500 trials 56 s (bench/results/sim_rl_ember10_h200_2026-12-02.md).
+# Each phase fits one 10-minute call; the
 # phases share WORK, so run them on the same warm machine.
 # Writes under $OUT (default /tmp/ember-out), as the stages run: collect.log, RUN.log, RUN_metrics.jsonl,
 # eval_RUN.txt (the success table), eval_RUN.json, eval_RUN_videos.txt (the rollout files,
