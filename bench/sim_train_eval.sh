@@ -17,7 +17,9 @@
 #   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
 #   rl       ember rl (GRPO, async) on ember10 from the run's latest checkpoint (RUN) into RL_RUN,
 #            cameras at IMAGE px as in eval, stopped after RL_SECONDS at the latest (a checkpoint
-#            every RL_SAVE steps keeps the work; RL_RESUME=1 continues RL_RUN); then
+#            every RL_SAVE steps keeps the work; RL_RESUME=1 continues RL_RUN; every RL_EVAL_FREQ
+#            steps, and at the start and end, RL_EVAL_TRIALS trials per task in closed loop:
+#            RL_RUN_eval.jsonl, the success curve); then
 #            `RUN=RL_RUN bash bench/sim_train_eval.sh eval` evaluates it like the supervised run
 # Environment (defaults are the recipe of 2026-11-30, 71.4 % average success):
 #   EPISODES=50 IMAGE=128 POLICY_TYPE=pi05 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000
@@ -27,7 +29,8 @@
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
-#   RL_ENVS=8 RL_LR=2e-5 RL_NOISE=0.2 RL_MICRO=64 RL_EXTRA (more `ember rl` flags)
+#   RL_ENVS=8 RL_LR=2e-5 RL_NOISE=0.2 RL_MICRO=64 RL_EVAL_FREQ=5 RL_EVAL_TRIALS=10
+#   RL_EXTRA (more `ember rl` flags)
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
 #   WORK=/tmp/ember-sim  dataset, runs, evaluations (on the node)
@@ -96,11 +99,13 @@ rl() {
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
     --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-64}" --rl.replan_steps "${REPLAN:-5}" \
-    --rl.lr "${RL_LR:-2e-5}" --rl.noise_std "${RL_NOISE:-0.2}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
+    --rl.lr "${RL_LR:-2e-5}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-5}" \
+    --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30
   local rc=${PIPESTATUS[0]}
   ((rc == 124)) && echo "rl: stopped by RL_SECONDS=${RL_SECONDS:-480} (the latest checkpoint is kept)" | tee -a "$out/$rl_run.log"
   cp "$work/$rl_run/metrics.jsonl" "$out/${rl_run}_metrics.jsonl"
+  cp "$work/$rl_run/eval.jsonl" "$out/${rl_run}_eval.jsonl" 2>/dev/null
   ((rc == 0 || rc == 124))
 }
 

@@ -32,6 +32,9 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--seed", c->seed, "seed (default 0)");
   r->add_flag("--resume", c->resume, "continue from <output_dir>/checkpoints/latest");
   r->add_option("--save_freq", c->save_freq, "a checkpoint every N steps (0: at the end only)");
+  r->add_option("--eval_freq", c->eval_freq, "closed-loop evaluation of the learner's policy on the suite's evaluation states at the start, every N steps and at the end: eval.jsonl (default 0: never)");
+  r->add_option("--eval.trials", c->eval_trials, "episodes per task of each evaluation (default 50)");
+  r->add_option("--eval.n_envs", c->eval_n_envs, "environments stepped at once in an evaluation (default 50)");
   r->add_option("--rl.mode", c->mode, "async (default) | sync: collect, then learn, then collect");
   r->add_option("--rl.algo", c->algo, "grpo (default: group-relative, value-free) | ppo (GAE and a value head)");
   r->add_option("--rl.gamma", c->gamma, "PPO: discount per chunk (default 0.99)");

@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "ember/core/json_file.h"
+#include "ember/eval/checkpoint_policy.h"
+#include "ember/eval/evaluate.h"
 #include "ember/model/weights.h"
 #include "ember/rl/rl_loop.h"
 #include "ember/train/checkpoint_dir.h"
@@ -162,6 +164,73 @@ TEST(RlLoop, CamerasRenderedAtAnotherSizeAreResized) {
   EXPECT_NE(own.ret, wide.ret);
   auto saved = nlohmann::json::parse(std::ifstream(dir.path() + "/wide/rl_config.json"));
   EXPECT_EQ(saved.at("camera_size"), 40);
+}
+
+std::vector<nlohmann::json> eval_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream f(out + "/eval.jsonl");
+  for (std::string l; std::getline(f, l);) lines.push_back(nlohmann::json::parse(l));
+  return lines;
+}
+
+// --eval_freq: the learner's policy in closed loop on the suite's evaluation states at the start,
+// every N steps and at the end, each as `ember eval --checkpoint` would score the checkpoint of
+// that step; a resumed run goes on from its checkpoint's lines.
+TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_eval");
+  auto c = tiny_run(dir.path() + "/run");
+  c.mode = "sync";
+  c.max_batch = 1;
+  c.cpu_threads = 1;
+  c.groups_per_step = 2;
+  c.iterations = 3;
+  c.save_freq = 3;
+  c.eval_freq = 2;
+  c.eval_trials = 2;
+  c.eval_n_envs = 3;
+  const auto r = run_rl(c);
+  auto lines = eval_lines(c.output_dir);
+  ASSERT_EQ(lines.size(), 3u);
+  const std::vector<int64_t> steps{0, 2, 3};
+  const auto& suite = sim::find_suite("easy");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].at("step"), steps[i]);
+    EXPECT_EQ(lines[i].at("trials_per_task"), 2);
+    ASSERT_EQ(lines[i].at("tasks").size(), suite.tasks.size());
+    double sum = 0;
+    for (const auto& t : suite.tasks) sum += lines[i].at("tasks").at(t.name).get<double>();
+    EXPECT_NEAR(lines[i].at("average_success").get<double>(), sum / double(suite.tasks.size()), 1e-12);
+  }
+  EXPECT_EQ(lines[0].at("env_steps"), 0);
+  EXPECT_EQ(lines[2].at("env_steps").get<int64_t>(), r.iterations.back().env_steps + r.iterations[0].env_steps + r.iterations[1].env_steps);
+
+  // resumed to 4 steps: the lines up to step 3 stay, the end adds step 4, step 0 is not repeated
+  auto more = c;
+  more.resume = true;
+  more.iterations = 4;
+  const auto last = run_rl(more).last_checkpoint;
+  lines = eval_lines(c.output_dir);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].at("step"), 0);
+  EXPECT_EQ(lines[3].at("step"), 4);
+
+  // the last line is what `ember eval --checkpoint` gives for the step-4 checkpoint (this seed's
+  // run succeeds in 1 of the 2 trials there, so the comparison is not between two zeros)
+  eval::CheckpointSimPolicy saved(last, "cpu", uint64_t(c.seed));
+  eval::EvalOptions eo;
+  eo.suite = c.suite;
+  eo.trials = 2;
+  eo.n_envs = 3;
+  eo.seed = uint64_t(c.seed);
+  eo.replan_steps = int(c.replan_steps);
+  eo.image_size = int(c.image_size);
+  eo.renderer = sim::parse_renderer(c.renderer);
+  eo.videos = eo.print_table = eo.progress = false;
+  const auto scored = eval::evaluate(eo, saved);
+  for (const auto& t : scored.tasks)
+    EXPECT_EQ(lines[3].at("tasks").at(t.name).get<double>(), double(t.successes) / t.trials) << t.name;
+  EXPECT_GT(scored.average_success, 0.0);
 }
 
 TEST(RlLoop, SyncResumesBitExact) {

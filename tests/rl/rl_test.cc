@@ -497,6 +497,12 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.camera_size = 4;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.camera_size"), std::string::npos);
   c.camera_size = 128;
+  c.eval_trials = 0;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--eval.trials"), std::string::npos);
+  c.eval_trials = 10;
+  c.eval_freq = -1;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--eval_freq"), std::string::npos);
+  c.eval_freq = 5;
   validate(c);
   auto back = rl_config_from_json(to_json(c), "rl_config.json");
   EXPECT_EQ(to_json(back), to_json(c));

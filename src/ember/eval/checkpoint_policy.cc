@@ -72,18 +72,23 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
   at::manual_seed(seed);
 }
 
-std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
+std::vector<sim::ActionChunk> act_with(model::PolicyModuleImpl& module, const model::PolicyShape& shape, const model::SampleBuilder& builder,
+                                       const std::string& state_key, const at::Device& device, const std::vector<sim::PolicyInput>& inputs) {
   std::vector<model::PolicySample> samples;
-  for (const auto& in : inputs) samples.push_back(builder_->build(observation_item(*in.obs, in.task->instruction, bundle_.spec.state_key), false));
+  for (const auto& in : inputs) samples.push_back(builder.build(observation_item(*in.obs, in.task->instruction, state_key), false));
   std::vector<const model::PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
-  auto batch = model::collate(ptrs, bundle_.shape, model::AttentionBackend::kVarlen).to(device_);
+  auto batch = model::collate(ptrs, shape, model::AttentionBackend::kVarlen).to(device);
   at::NoGradGuard no_grad;
-  Bf16Autocast bf16(device_.is_cuda());  // FlashAttention's varlen kernel on GPUs
-  auto actions = bundle_.module->sample_actions(batch).cpu();  // [n, H, A]
+  Bf16Autocast bf16(device.is_cuda());  // FlashAttention's varlen kernel on GPUs
+  auto actions = module.sample_actions(batch).cpu();  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
-  for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(*builder_, actions[i]));
+  for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(builder, actions[i]));
   return chunks;
+}
+
+std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
+  return act_with(*bundle_.module, bundle_.shape, *builder_, bundle_.spec.state_key, device_, inputs);
 }
 
 void register_checkpoint_sim_policy() {

@@ -40,6 +40,9 @@ void validate(const RlConfig& c) {
   require(c.micro_batch > 0, "rl.micro_batch", "must be > 0");
   require(c.kl_every > 0, "rl.kl_every", "must be > 0");
   require(c.save_freq >= 0, "save_freq", "must be >= 0");
+  require(c.eval_freq >= 0, "eval_freq", "must be >= 0");
+  require(c.eval_trials >= 1, "eval.trials", "must be >= 1");
+  require(c.eval_n_envs >= 1 && c.eval_n_envs <= 1024, "eval.n_envs", "must be in 1..1024");
   require(c.placement == "shared" || c.placement == "split", "rl.placement", "expected shared or split, got '" + c.placement + "'");
   require(c.cpu_threads >= 0, "rl.cpu_threads", "must be >= 0");
   require(c.dist_timeout_s > 0, "dist.timeout_s", "must be > 0");
@@ -52,7 +55,7 @@ void validate(const RlConfig& c) {
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
   X(render_layout) X(kl_every) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
-  X(camera_size)
+  X(camera_size) X(eval_freq) X(eval_trials) X(eval_n_envs)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

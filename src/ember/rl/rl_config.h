@@ -47,6 +47,11 @@ struct RlConfig {
   int64_t micro_batch = 16;       // chunks per learner micro-batch
   int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch
   int64_t save_freq = 0;          // 0: only at the end
+  // --eval_freq N: the learner's policy in closed loop on the suite's evaluation states (as
+  // `ember eval`) at the start, every N steps and at the end; eval.jsonl (0: never)
+  int64_t eval_freq = 0;
+  int64_t eval_trials = 50;       // episodes per task of each evaluation
+  int64_t eval_n_envs = 50;       // environments stepped at once in an evaluation
   double gamma = 0.99;            // PPO: discount per chunk
   double gae_lambda = 0.95;       // PPO: GAE's lambda
   double value_lr = 1e-3;         // PPO: the value head's AdamW learning rate

@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,8 @@
 #include "ember/core/file.h"
 #include "ember/core/json_file.h"
 #include "ember/core/thread_pool.h"
+#include "ember/eval/checkpoint_policy.h"
+#include "ember/eval/evaluate.h"
 #include "ember/model/device.h"
 #include "ember/model/weights.h"
 #include "ember/rl/env_worker.h"
@@ -116,6 +119,49 @@ struct StopWorkers {
   }
 };
 
+// --eval_freq: the learner's policy in closed loop on the suite's evaluation states, as `ember
+// eval --seed` samples it; one line of eval.jsonl. Its time counts in the next step's wall time.
+struct LearnerEvaluation {
+  const RlConfig& c;
+  const train::PolicyBundle& bundle;
+  const model::SampleBuilder& builder;
+  at::Device device;
+  sim::RendererKind renderer;
+  int image_size;
+  train::MetricsLogger& log;    // eval.jsonl
+  train::MetricsLogger& shown;  // metrics.jsonl's, whose terminal line the result goes to
+
+  void operator()(model::Pi05PolicyImpl& policy, int64_t step, int64_t env_steps) {
+    eval::ModuleSimPolicy sim_policy(policy, bundle.shape, builder, bundle.spec.state_key, device, "rl");
+    eval::EvalOptions eo;
+    eo.suite = c.suite;
+    eo.tasks = c.tasks;
+    eo.trials = int(c.eval_trials);
+    eo.n_envs = int(c.eval_n_envs);
+    eo.seed = uint64_t(c.seed);
+    eo.replan_steps = int(c.replan_steps);
+    eo.image_size = image_size;
+    eo.renderer = renderer;
+    eo.videos = eo.print_table = eo.progress = false;
+    const bool training = policy.is_training();
+    policy.eval();
+    at::manual_seed(uint64_t(c.seed));  // CheckpointSimPolicy's seeding
+    const auto r = eval::evaluate(eo, sim_policy);
+    policy.train(training);
+    nlohmann::ordered_json j{{"step", step}, {"env_steps", env_steps}, {"average_success", r.average_success}};
+    nlohmann::ordered_json tasks;
+    for (const auto& t : r.tasks) tasks[t.name] = double(t.successes) / std::max(1, t.trials);
+    j["tasks"] = tasks;
+    j["trials_per_task"] = c.eval_trials;
+    j["seconds"] = r.seconds;
+    log.append(j.dump());
+    char line[256];
+    std::snprintf(line, sizeof line, "ember rl: evaluation at step %lld (%lld env steps): %.1f %% average success, %zu tasks x %lld trials, %.1f s",
+                  (long long)step, (long long)env_steps, 100.0 * r.average_success, r.tasks.size(), (long long)c.eval_trials, r.seconds);
+    shown.print(line);
+  }
+};
+
 }  // namespace
 
 RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration,
@@ -210,6 +256,16 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
   std::optional<train::MetricsLogger> log;
   if (rank == 0) log.emplace(c.output_dir, c.iterations, from.step, mo);
+  std::optional<train::MetricsLogger> eval_log;
+  std::optional<LearnerEvaluation> evaluate_learner;
+  if (rank == 0 && c.eval_freq > 0) {
+    train::MetricsLogger::Options eo;
+    eo.file = "eval.jsonl";
+    eo.terminal = nullptr;
+    eval_log.emplace(c.output_dir, c.iterations, from.step, eo);
+    evaluate_learner.emplace(LearnerEvaluation{c, bundle, builder, device, renderer, wo.image_size, *eval_log, *log});
+    if (!resume) (*evaluate_learner)(*learner.policy(), 0, 0);  // the starting policy
+  }
   train::CheckpointWriter writer(c.output_dir);
   const bool async = c.mode == "async";
   int64_t dropped_total = 0, env_steps_total = from.env_steps, learner_ns = 0;
@@ -283,6 +339,8 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
+    if (evaluate_learner && (it.step % c.eval_freq == 0 || it.step == c.iterations))
+      (*evaluate_learner)(*learner.policy(), it.step, env_steps_total);
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
     if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {

@@ -72,7 +72,7 @@ std::string format_duration(double seconds) {
 
 MetricsLogger::MetricsLogger(std::filesystem::path output_dir, int64_t total_steps, int64_t resume_from_step,
                              Options options)
-    : path_(std::move(output_dir) / "metrics.jsonl"), total_steps_(total_steps), options_(std::move(options)) {
+    : path_(std::move(output_dir) / options.file), total_steps_(total_steps), options_(std::move(options)) {
   std::error_code ec;
   std::filesystem::create_directories(path_.parent_path(), ec);
   if (ec) fail(ErrorKind::kIO, path_.parent_path().string() + ": cannot create: " + ec.message());
@@ -128,17 +128,7 @@ void MetricsLogger::log(int64_t step, double loss, const std::vector<Metric>& fi
     io::append_double(line, value);
   }
   line += "}\n";
-  const char* p = line.data();
-  size_t n = line.size();
-  while (n > 0) {
-    ssize_t put = ::write(fd_, p, n);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      fail(ErrorKind::kIO, path_.string() + ": write failed: " + std::strerror(errno));
-    }
-    p += put;
-    n -= size_t(put);
-  }
+  write_all(line);
 
   observe(step);
   last_loss_ = loss;
@@ -150,6 +140,22 @@ void MetricsLogger::log(int64_t step, double loss, const std::vector<Metric>& fi
   } else {
     std::fprintf(options_.terminal, "%s\n", status_text().c_str());
     std::fflush(options_.terminal);
+  }
+}
+
+void MetricsLogger::append(const std::string& json_object) { write_all(json_object + "\n"); }
+
+void MetricsLogger::write_all(const std::string& line) {
+  const char* p = line.data();
+  size_t n = line.size();
+  while (n > 0) {
+    ssize_t put = ::write(fd_, p, n);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      fail(ErrorKind::kIO, path_.string() + ": write failed: " + std::strerror(errno));
+    }
+    p += put;
+    n -= size_t(put);
   }
 }
 

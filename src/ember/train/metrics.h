@@ -47,9 +47,11 @@ class MetricsLogger {
     double ema_weight = 0.1;
     // Fields shown on the terminal, after loss, when present in a log() call.
     std::vector<std::string> shown = {"lr", "grad_norm", "samples_per_s", "mfu", "data_wait_frac"};
+    // The file under output_dir (another log of the same run, e.g. `ember rl`'s eval.jsonl).
+    std::string file = "metrics.jsonl";
   };
 
-  // Opens <output_dir>/metrics.jsonl for appending (creating the directory). resume_from_step
+  // Opens <output_dir>/metrics.jsonl (Options::file) for appending (creating the directory). resume_from_step
   // is the step of the checkpoint the run continues from: lines with a larger step (logged
   // after that checkpoint by the run that stopped) and a torn last line are dropped, the file
   // being rewritten atomically, so a resumed run never duplicates steps. 0 means a fresh run:
@@ -66,6 +68,9 @@ class MetricsLogger {
   // Appends {"step": step, "loss": loss, fields...} to metrics.jsonl and shows the step.
   // step: the number of optimizer updates done (1 after the first). Throws kIO.
   void log(int64_t step, double loss, const std::vector<Metric>& fields = {});
+  // Appends one line as given: a JSON object whose first key is "step" (so that a resumed run
+  // trims it like log()'s lines). Nothing is shown. Throws kIO.
+  void append(const std::string& json_object);
   // Tells the logger that `step` updates are done (call every step; cheap): feeds the ETA and
   // redraws the bar (rate-limited).
   void tick(int64_t step);
@@ -83,6 +88,7 @@ class MetricsLogger {
 
  private:
   void truncate_after(int64_t step);
+  void write_all(const std::string& line);
   void observe(int64_t step);
   void draw(bool force);
   std::string status_text() const;
