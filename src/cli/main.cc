@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
   // a render process that VectorEnv started (sim/render_process.h): it serves, then exits
   if (int rc = ember::sim::run_render_worker_if_asked(argc, argv); rc >= 0) return rc;
 #endif
+  install_crash_report();
   // keep freed memory for reuse instead of returning it to the system after every batch:
   // decoding allocates and frees the same large buffers again and again (pyarrow's jemalloc
   // pools do the same)
-  install_crash_report();
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"ember: native training platform for robot vision-language-action policies"};
