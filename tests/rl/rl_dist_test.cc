@@ -46,10 +46,7 @@ double largest_difference(const std::string& a_dir, const std::string& b_dir) {
 }
 
 RlConfig sync_run(const std::string& dir) {
-  auto c = tiny_run(dir);
-  c.mode = "sync";
-  c.max_batch = 1;  // batch-invariant sampling (rl_loop.h)
-  c.cpu_threads = 1;
+  auto c = exact_tiny_run(dir);  // batch-invariant sampling (rl_loop.h)
   c.groups_per_step = 2;
   c.max_episode_steps = 16;
   c.iterations = 2;

@@ -150,10 +150,7 @@ TEST(RlLoop, CamerasRenderedAtAnotherSizeAreResized) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_camera_size");
   auto run = [&](int64_t size, const std::string& name) {
-    auto c = tiny_run(dir.path() + "/" + name);
-    c.mode = "sync";
-    c.max_batch = 1;
-    c.cpu_threads = 1;
+    auto c = exact_tiny_run(dir.path() + "/" + name);
     c.iterations = 1;
     c.groups_per_step = 2;
     c.camera_size = size;
@@ -179,10 +176,7 @@ std::vector<nlohmann::json> eval_lines(const std::string& out) {
 TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_eval");
-  auto c = tiny_run(dir.path() + "/run");
-  c.mode = "sync";
-  c.max_batch = 1;
-  c.cpu_threads = 1;
+  auto c = exact_tiny_run(dir.path() + "/run");
   c.groups_per_step = 2;
   c.iterations = 3;
   c.save_freq = 3;

@@ -45,6 +45,16 @@ inline RlConfig tiny_run(const std::string& out) {
   return c;
 }
 
+// The tiny run under the conditions of a bit-exact run (rl_loop.h): sync, one request per
+// rollout batch, one intra-op thread.
+inline RlConfig exact_tiny_run(const std::string& out) {
+  auto c = tiny_run(out);
+  c.mode = "sync";
+  c.max_batch = 1;
+  c.cpu_threads = 1;
+  return c;
+}
+
 inline std::vector<nlohmann::json> metrics(const std::string& out) {
   std::vector<nlohmann::json> lines;
   std::ifstream f(out + "/metrics.jsonl");
@@ -72,10 +82,7 @@ inline std::pair<RlResult, RlResult> run_with_resume(RlConfig c, const std::stri
 // One request per batch (a batch's size follows the timing, and MKL's results for a row change
 // with it) and one intra-op thread (async cannot either way: rl_loop.h says why).
 inline void expect_bit_exact_resume(const std::string& algo, const std::string& dir) {
-  auto c = tiny_run(dir + "/whole");
-  c.mode = "sync";
-  c.max_batch = 1;
-  c.cpu_threads = 1;
+  auto c = exact_tiny_run(dir + "/whole");
   c.algo = algo;
   c.groups_per_step = 2;
   c.max_episode_steps = 16;
