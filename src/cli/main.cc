@@ -56,7 +56,7 @@ namespace {
 void report_crash(int sig) {
   const char* head = "ember: fatal signal ";
   ssize_t ignored = write(STDERR_FILENO, head, strlen(head));
-  const char* name = strsignal(sig);
+  const char* name = sigdescr_np(sig);  // unlike strsignal, safe in a signal handler
   ignored = write(STDERR_FILENO, name, strlen(name));
   ignored = write(STDERR_FILENO, "; stack:\n", 9);
   (void)ignored;

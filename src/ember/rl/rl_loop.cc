@@ -4,8 +4,8 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 
@@ -150,7 +150,7 @@ struct LearnerEvaluation {
     policy.train(training);
     nlohmann::ordered_json j{{"step", step}, {"env_steps", env_steps}, {"average_success", r.average_success}};
     nlohmann::ordered_json tasks;
-    for (const auto& t : r.tasks) tasks[t.name] = double(t.successes) / std::max(1, t.trials);
+    for (const auto& t : r.tasks) tasks[t.name] = double(t.successes) / t.trials;  // trials >= 1 (validate)
     j["tasks"] = tasks;
     j["trials_per_task"] = c.eval_trials;
     j["seconds"] = r.seconds;
