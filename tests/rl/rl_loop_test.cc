@@ -227,16 +227,16 @@ TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
   EXPECT_GT(scored.average_success, 0.0);
 }
 
-TEST(RlLoop, SyncResumesBitExact) {
+TEST(RlLoop, SyncResumeContinuesTheRun) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
-  test::TempDir dir("rl_bit_exact");
-  expect_bit_exact_resume("grpo", dir.path());
+  test::TempDir dir("rl_resume_sync");
+  expect_resume_continues("grpo", dir.path());
 }
 
-TEST(RlLoop, SyncResumesBitExactUnderPpo) {
+TEST(RlLoop, SyncResumeContinuesTheRunUnderPpo) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
-  test::TempDir dir("rl_bit_exact_ppo");
-  expect_bit_exact_resume("ppo", dir.path());
+  test::TempDir dir("rl_resume_sync_ppo");
+  expect_resume_continues("ppo", dir.path());
 }
 
 }  // namespace
