@@ -71,12 +71,12 @@ collect() {
 
 train() {
   rm -rf "${work:?}/$run"
-  timeout "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device="$device" \
+  timeout -k 120 "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device="$device" \
     --policy.type="${POLICY_TYPE:-pi05}" --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
     --steps="${STEPS:-6000}" --batch_size="${BATCH:-128}" --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 \
     --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" ${TRAIN_EXTRA:-} 2>&1 | tee "$out/$run.log" | tail -n 40
   local rc=${PIPESTATUS[0]}
-  ((rc == 124)) && echo "train: stopped by TRAIN_SECONDS=${TRAIN_SECONDS:-540} (the latest checkpoint is evaluated)" | tee -a "$out/$run.log"
+  ((rc == 124)) && echo "train: stopped by TRAIN_SECONDS=${TRAIN_SECONDS:-540} (the step under way was saved; the latest checkpoint is evaluated)" | tee -a "$out/$run.log"
   cp "$work/$run/metrics.jsonl" "$out/${run}_metrics.jsonl"
   ((rc == 0 || rc == 124))
 }
@@ -94,7 +94,7 @@ evaluate() {
 rl() {
   local rl_run="${RL_RUN:-rl}" resume=()
   if [[ "${RL_RESUME:-0}" == 1 ]]; then resume=(--resume); else rm -rf "${work:?}/$rl_run"; fi
-  timeout "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
+  timeout -k 120 "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
     --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode async --rl.algo grpo \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
@@ -103,7 +103,7 @@ rl() {
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30
   local rc=${PIPESTATUS[0]}
-  ((rc == 124)) && echo "rl: stopped by RL_SECONDS=${RL_SECONDS:-480} (the latest checkpoint is kept)" | tee -a "$out/$rl_run.log"
+  ((rc == 124)) && echo "rl: stopped by RL_SECONDS=${RL_SECONDS:-480} (the step under way was evaluated and saved)" | tee -a "$out/$rl_run.log"
   cp "$work/$rl_run/metrics.jsonl" "$out/${rl_run}_metrics.jsonl"
   cp "$work/$rl_run/eval.jsonl" "$out/${rl_run}_eval.jsonl" 2>/dev/null
   ((rc == 0 || rc == 124))

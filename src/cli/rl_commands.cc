@@ -9,6 +9,7 @@
 
 #ifdef EMBER_HAVE_SIM
 #include "cli/rank.h"
+#include "cli/stopped.h"
 #include "ember/dist/env.h"
 #include "ember/rl/rl_loop.h"
 #endif
@@ -71,18 +72,29 @@ void add_rl_command(CLI::App& app, Action& action) {
                     c->mode.c_str(), last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
       };
       auto env = dist::detect_dist_env();
+      install_stop_signals();  // SIGINT / SIGTERM: the step under way is the last, and saved
       if (!env.is_distributed()) {
-        report(rl::run_rl(*c));
+        auto result = rl::run_rl(*c);
+        if (result.stopped_by) {
+          const int64_t step = result.iterations.empty() ? 0 : result.iterations.back().step;
+          return report_stopped("ember rl", result.stopped_by, step, result.last_checkpoint);
+        }
+        report(result);
         return 0;
       }
       // one rank of a data-parallel job (ember launch): its own env workers, rollout and learner
       RankOptions ro;
       ro.timeout = std::chrono::milliseconds(int64_t(c->dist_timeout_s * 1000));
       ro.gpus_per_rank = c->placement == "split" ? 2 : 1;  // the collectives on the learner's GPU
-      return run_rank("rl", env, c->device, ro, [&](std::shared_ptr<dist::Collectives> ranks, at::Device) {
+      int stopped = 0;
+      const int rc = run_rank("rl", env, c->device, ro, [&](std::shared_ptr<dist::Collectives> ranks, at::Device) {
         auto result = rl::run_rl(*c, nullptr, std::move(ranks));  // on cuda:LOCAL_RANK (or the CPU)
-        if (env.rank == 0) report(result);
+        const int64_t step = result.iterations.empty() ? 0 : result.iterations.back().step;
+        if (result.stopped_by) stopped = env.rank == 0 ? report_stopped("ember rl", result.stopped_by, step, result.last_checkpoint)
+                                                       : 128 + result.stopped_by;
+        else if (env.rank == 0) report(result);
       });
+      return rc != 0 ? rc : stopped;
     };
   });
 }

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/rank.h"
+#include "cli/stopped.h"
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/output_dir.h"
@@ -51,7 +52,12 @@ int run_train(const std::vector<std::string>& args) {
   auto config = train::parse_train_flags(args);
   auto env = dist::detect_dist_env();
   if (!env.is_distributed()) {
-    report(train::train(config));
+    // SIGINT / SIGTERM: the step under way is the last, and saved (one process; a job's ranks
+    // are stopped by their launcher, and resume from their last checkpoint)
+    install_stop_signals();
+    auto result = train::train(config);
+    if (result.stopped_by) return report_stopped("ember train", result.stopped_by, result.steps_done, result.last_checkpoint);
+    report(result);
     return 0;
   }
   // one rank of a job (ember launch, torchrun, srun, mpirun): one GPU per process

@@ -1,11 +1,13 @@
 // The whole RL loop on the `easy` suite (press the red button), on the CPU with OSMesa.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
 
 #include "ember/core/json_file.h"
+#include "ember/core/stop_signal.h"
 #include "ember/eval/checkpoint_policy.h"
 #include "ember/eval/evaluate.h"
 #include "ember/model/weights.h"
@@ -225,6 +227,43 @@ TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
   for (const auto& t : scored.tasks)
     EXPECT_EQ(lines[3].at("tasks").at(t.name).get<double>(), double(t.successes) / t.trials) << t.name;
   EXPECT_GT(scored.average_success, 0.0);
+}
+
+// SIGINT / SIGTERM (core/stop_signal.h, here requested directly after step 1): the run ends after
+// step 2, the step under way, which is evaluated and saved as a last step is; a resume goes on.
+TEST(RlLoop, StopSignalEndsTheRunAfterItsStepEvaluatedAndSaved) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_stop");
+  struct Clear {
+    ~Clear() { clear_stop_request(); }
+  } clear;
+  auto c = exact_tiny_run(dir.path() + "/run");
+  c.groups_per_step = 2;
+  c.iterations = 10;
+  c.eval_freq = 100;
+  c.eval_trials = 1;
+  c.eval_n_envs = 2;
+  const auto r = run_rl(c, [](const IterationStats& it) {
+    if (it.step == 1) request_stop(SIGINT);
+  });
+  clear_stop_request();
+  EXPECT_EQ(r.stopped_by, SIGINT);
+  ASSERT_EQ(r.iterations.size(), 2u);
+  EXPECT_EQ(r.last_checkpoint, c.output_dir + "/checkpoints/000002");
+  EXPECT_TRUE(std::filesystem::exists(r.last_checkpoint + "/COMPLETE"));
+  const auto lines = eval_lines(c.output_dir);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].at("step"), 0);
+  EXPECT_EQ(lines[1].at("step"), 2);
+  EXPECT_EQ(metrics(c.output_dir).size(), 2u);
+
+  auto more = c;
+  more.resume = true;
+  more.iterations = 3;
+  const auto after = run_rl(more);
+  EXPECT_EQ(after.stopped_by, 0);
+  ASSERT_EQ(after.iterations.size(), 1u);
+  EXPECT_EQ(after.iterations[0].step, 3);
 }
 
 TEST(RlLoop, SyncResumeContinuesTheRun) {

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
+#include "ember/core/stop_signal.h"
 #include "ember/model/pi05.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
@@ -85,6 +87,36 @@ TEST(Train, ResumeContinuesExactly) {
   auto wb = model::load_tensors(dir.path() + "/b/checkpoints/000040/model.safetensors");
   ASSERT_EQ(wa.size(), wb.size());
   for (const auto& [name, t] : wa) EXPECT_TRUE(at::equal(t, wb.at(name))) << name;
+}
+
+// SIGINT / SIGTERM (core/stop_signal.h, here requested directly during step 5): the run ends
+// after step 6, the step under way, saves it although no save was due, and a resume from it
+// continues the uninterrupted run bit for bit.
+TEST(Train, StopSignalSavesTheStepUnderWayAndResumeContinues) {
+  test::TempDir dir;
+  struct Clear {
+    ~Clear() { clear_stop_request(); }
+  } clear;
+  auto straight = train(tiny_config(dir.path() + "/a", 12), quiet());
+  auto c = tiny_config(dir.path() + "/b", 12);
+  c.save_freq = 1000;
+  TrainerHooks hooks = quiet();
+  hooks.keep_going = [](int64_t step) {
+    if (step == 5) request_stop(SIGTERM);
+    return true;
+  };
+  auto first = train(c, hooks);
+  clear_stop_request();
+  EXPECT_EQ(first.stopped_by, SIGTERM);
+  ASSERT_EQ(first.steps_done, 6);
+  EXPECT_EQ(first.last_checkpoint, dir.path() + "/b/checkpoints/000006");
+  EXPECT_TRUE(fs::exists(dir.path() + "/b/checkpoints/000006/COMPLETE"));
+  c.resume = true;
+  auto second = train(c, quiet());
+  EXPECT_EQ(second.stopped_by, 0);
+  ASSERT_EQ(second.first_step, 6);
+  ASSERT_EQ(second.losses.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(second.losses[i].second, straight.losses[6 + i].second) << "step " << 7 + i;
 }
 
 TEST(Train, CheckpointAloneIsEnoughForInference) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/json_file.h"
+#include "ember/core/stop_signal.h"
 #include "ember/core/thread_pool.h"
 #include "ember/eval/checkpoint_policy.h"
 #include "ember/eval/evaluate.h"
@@ -322,7 +324,8 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
                                std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers.size()))),
                                double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall,
                                double(now.learner_ns - before.learner_ns) * 1e-9 / wall,
-                               double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(world)},
+                               double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(world),
+                               double(stop_requested() != 0)},
                               device);
     it.staleness = job[0] / double(c.groups_per_step);
     it.dropped = int64_t(job[1]);
@@ -339,11 +342,14 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
-    if (evaluate_learner && (it.step % c.eval_freq == 0 || it.step == c.iterations))
-      (*evaluate_learner)(*learner.policy(), it.step, env_steps_total);
+    // SIGINT / SIGTERM on any rank (core/stop_signal.h): every rank makes this step its last,
+    // evaluated and saved as the end of the run is
+    if (job[8] > 0) result.stopped_by = stop_requested() ? stop_requested() : SIGTERM;
+    const bool last = it.step == c.iterations || result.stopped_by != 0;
+    if (evaluate_learner && (it.step % c.eval_freq == 0 || last)) (*evaluate_learner)(*learner.policy(), it.step, env_steps_total);
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
-    if ((c.save_freq > 0 && it.step % c.save_freq == 0) || it.step == c.iterations) {
+    if ((c.save_freq > 0 && it.step % c.save_freq == 0) || last) {
       bundle.step = it.step;
       result.last_checkpoint = (writer.checkpoints_dir() / train::checkpoint_dir_name(it.step)).string();
       nlohmann::json state{{"step", it.step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
@@ -359,6 +365,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
       });
       if (ranks) ranks->barrier();  // the checkpoint is complete before any rank goes on (or exits)
     }
+    if (result.stopped_by) break;
   }
   if (log) log->finish();
   return result;

@@ -53,6 +53,9 @@ struct IterationStats {
 struct RlResult {
   std::vector<IterationStats> iterations;  // this process's
   std::string last_checkpoint;
+  // SIGINT / SIGTERM (core/stop_signal.h) that ended the run after the step it was in, which was
+  // evaluated (--eval_freq) and saved as a last step is; 0 when the run went to the end
+  int stopped_by = 0;
 };
 
 // Runs config.iterations optimizer steps (less the resumed ones). Throws Error for bad flags

@@ -184,8 +184,11 @@ int serve(int argc, char** argv) {
     std::fprintf(stderr, "ember: error: %s: expected 5 arguments\n", kRenderWorkerFlag);
     return 2;
   }
-  // the parent's end of the socket is gone when it exits; nothing else may stop this loop
+  // the parent's end of the socket is gone when it exits; nothing else may stop this loop: not
+  // the Ctrl-C or `timeout`'s SIGTERM that reach the whole process group while the parent, which
+  // may be finishing a step to save it (core/stop_signal.h), still needs its renders
   signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
   const RendererKind kind = parse_renderer(argv[2]);
   const int image_size = std::atoi(argv[3]), max_envs = std::atoi(argv[4]);
   const size_t bytes = size_t(std::atoll(argv[5]));

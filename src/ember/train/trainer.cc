@@ -10,6 +10,7 @@
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
+#include "ember/core/stop_signal.h"
 #include "ember/core/stopwatch.h"
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
@@ -275,15 +276,22 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
                                       " within --dist.timeout_s=" + std::to_string(int64_t(config.dist.timeout_s)) +
                                       ": a collective is waiting for a rank that stopped");
     }
-    const bool last = step == config.steps;
+    // SIGINT / SIGTERM (core/stop_signal.h; one process only: a job's ranks end as the launcher
+    // stops them): this step is the last, and saved
+    const int stop = coll ? 0 : stop_requested();
+    const bool last = step == config.steps || stop != 0;
     const bool log_step = step % config.log_freq == 0 || last;
-    const bool save_step = checkpointer.due(step);
+    const bool save_step = checkpointer.due(step) || (stop != 0 && config.save_checkpoint);
     // the host reads the GPU's numbers only here: in between, it queues steps ahead of the GPU
     if (log_step || save_step || hooks.keep_going || log.pending_many()) log.flush();
     log.end_step(step, result.first_step, batch, wait_s, clock.elapsed_s(), lr, last);
     if (save_step) result.last_checkpoint = checkpointer.save(step, batch.next, bundle, *ps.optimizer);
     // the hosts meet here (and so notice a rank that died or stalled, within the timeout)
     if (coll && (log_step || save_step || step % kHostMeetingEvery == 0)) coll->barrier();
+    if (stop) {
+      result.stopped_by = stop;
+      break;
+    }
     if (hooks.keep_going && !hooks.keep_going(step)) break;
   }
   profiler.stop();

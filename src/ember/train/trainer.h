@@ -28,6 +28,7 @@ struct TrainResult {
   int64_t steps_done = 0;     // the step count at the end
   std::vector<std::pair<int64_t, double>> losses;  // (step, loss) of every step run
   std::string last_checkpoint;
+  int stopped_by = 0;  // SIGINT / SIGTERM that ended the run early (core/stop_signal.h), else 0
 };
 
 struct TrainerHooks {

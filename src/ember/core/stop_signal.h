@@ -1,0 +1,23 @@
+// SIGINT (Ctrl-C) and SIGTERM (`timeout`, a scheduler's stop) as a request to stop long work
+// cleanly: the first one sets a flag that `ember train` and `ember rl` read between steps; they
+// then save a checkpoint of the step they finished and return, and the command exits with
+// 128 + the signal. A second one ends the process at once (the default action).
+#pragma once
+
+namespace ember {
+
+// Installs the handlers (idempotent). Only commands that read stop_requested() call it; elsewhere
+// the signals keep their default action.
+void install_stop_signals();
+
+// The signal that asked to stop (SIGINT or SIGTERM), or 0.
+int stop_requested();
+
+// What the handler does, callable directly (tests); clear_stop_request() forgets it.
+void request_stop(int sig);
+void clear_stop_request();
+
+// "SIGINT", "SIGTERM", or "a signal" for any other
+const char* stop_signal_name(int sig);
+
+}  // namespace ember
