@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -36,6 +37,12 @@ inline int free_port() {
 // error.
 inline void run_ranks(int world, const std::function<void(int, std::shared_ptr<dist::Collectives>)>& body,
                       std::chrono::milliseconds timeout = std::chrono::seconds(30), bool bf16_gradients = false) {
+  // c10d's flight recorder is one per process, and ProcessGroupGloo::enqueue records into it from
+  // each rank's thread: two ranks in one process raced on its map of process groups and crashed
+  // (SIGSEGV in FlightRecorder::recordWithResetEnabled, about 1 run of DistCollectives.* in 10 run
+  // in one process, 0 of 60 with the recorder off). A real job has one rank per process. Off
+  // here, before the first process group reads it.
+  setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/0);
   int port = free_port();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
