@@ -14,11 +14,12 @@
 // --checkpoint` reads them; optimizer.safetensors; rl_state.json). --resume continues from the
 // latest checkpoint.
 //
-// Reproducibility. Sync mode with --rl.max_batch=1 and --rl.cpu_threads=1 on the CPU is
-// almost always bit-exact, and so is its resume (the rollout thread sets its own OpenMP team
-// size, which is per thread, to --rl.cpu_threads: left at the library's default it made about
-// one run in eight differ in its last bits). About one run in thirty or more still differs from
-// the 7th digit on, for a cause not found; rl_loop_test compares within 1e-3. Every random draw is seeded by the episode (initial states, the env's seed, each
+// Reproducibility. Sync mode with --rl.max_batch=1 and --rl.cpu_threads=1 on the CPU (OSMesa)
+// is bit-exact, and so is its resume (rl_loop_test checks it). Two causes of runs that
+// differed in their last bits are gone: the rollout thread's OpenMP team size, which is per
+// thread, left at the library's default (about one run in eight; now --rl.cpu_threads), and
+// OSMesa's tiled batches, in which a view's pixels depended on its tile and the tile on the
+// workers' timing (about one in twenty; sim/render.h). Every random draw is seeded by the episode (initial states, the env's seed, each
 // request's noise stream: flow_noise.h), every chunk of a step is sampled by the same weights, and
 // the step's groups enter accumulation in group order. With larger batches it is not claimed,
 // on the CPU or on CUDA: the dynamic batcher's batches follow the timing, and the libraries pick

@@ -19,6 +19,11 @@ CameraRenderer::CameraRenderer(const Scene& scene, RendererKind kind, int width,
   if (width < 1 || height < 1 || width > 4096 || height > 4096)
     fail(ErrorKind::kInvalidArgument, "--image_size: " + std::to_string(width) + "x" + std::to_string(height) +
                                           " is out of range (1..4096)");
+  // OSMesa (llvmpipe) draws a view with last-bit differences in its pixels depending on where
+  // in the buffer it lies, so a tiled batch would make an episode's images depend on which
+  // tile it got, and so on the timing of the envs around it (the flake of the CPU bit-exact RL
+  // resume, tests/rl/rl_loop_util.h): there every view is drawn at the same place, one per read.
+  if (kind == RendererKind::kOSMesa) max_views = std::min(max_views, 1);
   cols_ = std::max(1, std::min(max_views, 4096 / width));
   rows_ = (max_views + cols_ - 1) / cols_;
   if (max_views < 1 || rows_ * height > 4096)

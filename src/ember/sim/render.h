@@ -7,7 +7,9 @@
 // tile, and reads them all back with one glReadPixels (each read waits for the GPU: one stall
 // per batch instead of one per image). On the H200 host this alone gained little (+19 % with
 // 32 envs on 16 threads of one process, none with 16); a GL context per process is what
-// scales (render_process.h; bench/results/sim_h200_2026-12-01b.md).
+// scales (render_process.h; bench/results/sim_h200_2026-12-01b.md). OSMesa does not tile: the
+// last bits of its pixels depend on where in the buffer a view is drawn (render.cc), so there
+// max_views() is 1 and an image never depends on the batch it was drawn in.
 #pragma once
 
 #include <mujoco/mujoco.h>
