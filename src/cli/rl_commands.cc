@@ -66,35 +66,29 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.kl_every", c->kl_every, "measure the KL to the start policy on every N-th micro-batch (default 1)");
   r->callback([c, &action] {
     action = [c]() -> int {
-      auto report = [&](const rl::RlResult& result) {
+      // the run's last line; the exit status (128 + signal when SIGINT / SIGTERM stopped it)
+      auto report = [&](const rl::RlResult& result, bool print) -> int {
         const auto& last = result.iterations.empty() ? rl::IterationStats{} : result.iterations.back();
-        std::printf("ember rl: %lld steps (%s), last success %.3f, return %.3f; checkpoint %s\n", (long long)last.step,
-                    c->mode.c_str(), last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
+        if (result.stopped_by) return print ? report_stopped("ember rl", result.stopped_by, last.step, result.last_checkpoint)
+                                            : 128 + result.stopped_by;
+        if (print)
+          std::printf("ember rl: %lld steps (%s), last success %.3f, return %.3f; checkpoint %s\n", (long long)last.step,
+                      c->mode.c_str(), last.learner.success, last.learner.ret, result.last_checkpoint.c_str());
+        return 0;
       };
       auto env = dist::detect_dist_env();
       install_stop_signals();  // SIGINT / SIGTERM: the step under way is the last, and saved
-      if (!env.is_distributed()) {
-        auto result = rl::run_rl(*c);
-        if (result.stopped_by) {
-          const int64_t step = result.iterations.empty() ? 0 : result.iterations.back().step;
-          return report_stopped("ember rl", result.stopped_by, step, result.last_checkpoint);
-        }
-        report(result);
-        return 0;
-      }
+      if (!env.is_distributed()) return report(rl::run_rl(*c), true);
       // one rank of a data-parallel job (ember launch): its own env workers, rollout and learner
       RankOptions ro;
       ro.timeout = std::chrono::milliseconds(int64_t(c->dist_timeout_s * 1000));
       ro.gpus_per_rank = c->placement == "split" ? 2 : 1;  // the collectives on the learner's GPU
-      int stopped = 0;
+      int status = 0;
       const int rc = run_rank("rl", env, c->device, ro, [&](std::shared_ptr<dist::Collectives> ranks, at::Device) {
-        auto result = rl::run_rl(*c, nullptr, std::move(ranks));  // on cuda:LOCAL_RANK (or the CPU)
-        const int64_t step = result.iterations.empty() ? 0 : result.iterations.back().step;
-        if (result.stopped_by) stopped = env.rank == 0 ? report_stopped("ember rl", result.stopped_by, step, result.last_checkpoint)
-                                                       : 128 + result.stopped_by;
-        else if (env.rank == 0) report(result);
+        // on cuda:LOCAL_RANK (or the CPU); rank 0 prints
+        status = report(rl::run_rl(*c, nullptr, std::move(ranks)), env.rank == 0);
       });
-      return rc != 0 ? rc : stopped;
+      return rc != 0 ? rc : status;
     };
   });
 }

@@ -344,7 +344,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
     // SIGINT / SIGTERM on any rank (core/stop_signal.h): every rank makes this step its last,
     // evaluated and saved as the end of the run is
-    if (job[8] > 0) result.stopped_by = stop_requested() ? stop_requested() : SIGTERM;
+    if (job[8] > 0) result.stopped_by = stop_requested() != 0 ? stop_requested() : SIGTERM;  // another rank's: SIGTERM
     const bool last = it.step == c.iterations || result.stopped_by != 0;
     if (evaluate_learner && (it.step % c.eval_freq == 0 || last)) (*evaluate_learner)(*learner.policy(), it.step, env_steps_total);
     if (on_iteration) on_iteration(it);
