@@ -290,6 +290,48 @@ TEST(Pi05Policy, SampleActionsMatchesAnUncachedEulerLoop) {
   }
 }
 
+// K noisy chunks per sample in one cached pass (with_suffix_copies) give each copy the velocity
+// that its own cached pass gives, and the same gradients as the K passes summed, with prefixes of
+// varying length, with and without prefix filler.
+TEST(Pi05Policy, SuffixCopiesOverOnePrefixCacheEqualSeparatePasses) {
+  auto shape = tiny();
+  auto samples = make_samples(shape, 4, 6);
+  const int64_t n = 4, K = 3;
+  for (int64_t multiple : {0, 64}) {
+    auto in = collate(ptrs(samples), shape, AttentionBackend::kVarlen, {.prefix_multiple = multiple});
+    at::manual_seed(8);
+    Pi05Policy policy(shape);
+    auto x = at::randn({K * n, shape.horizon, shape.max_action_dim});
+    auto t = at::rand({K * n}) * 0.9 + 0.05;
+    auto w = at::randn({K * n, shape.horizon, shape.max_action_dim});  // a loss weighting every output
+    auto grads = [&] {
+      std::vector<at::Tensor> g;
+      for (const auto& p : policy->parameters())
+        g.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+      policy->zero_grad();
+      return g;
+    };
+    policy->zero_grad();
+    auto cache = policy->prefix_cache(in);
+    auto together = policy->velocity_cached(with_suffix_copies(in, K), cache, x, t);
+    ASSERT_EQ(together.sizes(), x.sizes());
+    (together * w).sum().backward();
+    auto g_together = grads();
+    std::vector<at::Tensor> apart;
+    cache = policy->prefix_cache(in);
+    for (int64_t j = 0; j < K; ++j) apart.push_back(policy->velocity_cached(in, cache, x.narrow(0, j * n, n), t.narrow(0, j * n, n)));
+    auto v_apart = at::cat(apart);
+    (v_apart * w).sum().backward();
+    auto g_apart = grads();
+    EXPECT_LT(max_rel_err(together, v_apart), 1e-5) << "filler multiple " << multiple;
+    auto names = policy->named_parameters();
+    for (size_t i = 0; i < g_apart.size(); ++i)
+      EXPECT_LT(max_rel_err(g_together[i], g_apart[i]), 1e-4) << names[i].key() << ", filler multiple " << multiple;
+  }
+  auto padded = collate(ptrs(samples), shape, AttentionBackend::kPadded);
+  EXPECT_THROW(with_suffix_copies(padded, 2), Error);
+}
+
 TEST(Pi05Policy, CollateRejectsSamplesThatDoNotFit) {
   auto shape = tiny();
   auto samples = make_samples(shape, 1, 5);

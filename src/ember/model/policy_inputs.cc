@@ -261,4 +261,48 @@ PolicyInputs PolicyInputs::pin_memory() const {
   return out;
 }
 
+PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies) {
+  const AttentionPlan& p = in.plan;
+  if (p.backend != AttentionBackend::kVarlen)
+    throw Error(ErrorKind::kInternal, "with_suffix_copies: the varlen layout only");
+  if (copies < 1) throw Error(ErrorKind::kInternal, "with_suffix_copies: copies must be >= 1");
+  if (copies == 1) return in;
+  const int64_t n = in.samples, tp = in.prefix_rows(), ts = in.suffix_positions.size(0);
+  const int64_t tj = p.joint_index.size(0);
+  // cu [n+1] of one copy -> [copies*n+1]: copy j's segments shifted by j * total
+  auto repeat_cu = [&](const at::Tensor& cu, int64_t total) {
+    auto body = cu.narrow(0, 0, n).to(at::kLong);
+    std::vector<at::Tensor> parts;
+    for (int64_t j = 0; j < copies; ++j) parts.push_back(body + j * total);
+    parts.push_back(at::full({1}, copies * total, body.options()));
+    return at::cat(parts).to(cu.scalar_type());
+  };
+  PolicyInputs out = in;
+  out.samples = n * copies;
+  out.actions = out.action_mask = out.state = at::Tensor();
+  out.suffix_positions = in.suffix_positions.repeat({copies});
+  out.embodiment = in.embodiment.defined() ? in.embodiment.repeat({copies}) : at::Tensor();
+  out.embodiments.clear();
+  for (int64_t j = 0; j < copies; ++j) out.embodiments.insert(out.embodiments.end(), in.embodiments.begin(), in.embodiments.end());
+  AttentionPlan& q = out.plan;
+  q.samples = n * copies;
+  q.cu_suffix = repeat_cu(p.cu_suffix, ts);
+  q.cu_joint = repeat_cu(p.cu_joint, tj);
+  // joint keys index cat(prefix [tp], suffix copies [copies * ts]): prefix rows stay, copy j's
+  // suffix rows move by j * ts
+  auto is_suffix = p.joint_index.ge(tp).to(p.joint_index.scalar_type());
+  std::vector<at::Tensor> index;
+  for (int64_t j = 0; j < copies; ++j) index.push_back(p.joint_index + is_suffix * (j * ts));
+  q.joint_index = at::cat(index);
+  q.cu_prefix = at::Tensor();  // no prefix pass may read it
+  std::vector<int64_t> prefix_lens, suffix_lens;
+  for (int64_t j = 0; j < copies; ++j) {
+    prefix_lens.insert(prefix_lens.end(), p.prefix_lens.begin(), p.prefix_lens.end());
+    suffix_lens.insert(suffix_lens.end(), p.suffix_lens.begin(), p.suffix_lens.end());
+  }
+  q.prefix_lens = std::move(prefix_lens);
+  q.suffix_lens = std::move(suffix_lens);
+  return out;
+}
+
 }  // namespace ember::model

@@ -74,6 +74,14 @@ struct CollateOptions {
   int64_t prefix_multiple = 0;
 };
 
+// The inputs of `copies` copies of each sample's suffix, copy j of sample i being sample
+// j * n + i, all of them attending to the one prefix of the original batch: for a velocity pass
+// over a prefix cache (Pi05PolicyImpl::velocity_cached) of K different noisy action chunks per
+// sample in one batch (RL's denoising chain, rl/flow_noise.h). The prefix rows are not repeated:
+// the joint keys of every copy gather the same prefix rows. Only such a cached pass may use the
+// result (its prefix fields describe the original batch); varlen layout only (kInternal else).
+PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies);
+
 // Lays samples out. Throws Error kInvalidArgument when a sample does not fit the shape (image
 // size, more cameras than max_cameras, duplicate slots, a prompt longer than max_prompt, an
 // action chunk not [H, <= max_action_dim]).

@@ -83,18 +83,18 @@ at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInpu
     throw Error(ErrorKind::kInternal, "chain_log_prob: chains are not [n, K+1, H, A]");
   model::PolicyInputs in = inputs;
   in.plan = inputs.plan.with_mask();
-  const int64_t n = in.samples;
-  // the K steps' states in one batch of n*K would need n*K prefixes; the cache serves K passes
+  const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim;
   auto cache = policy.prefix_cache(in);
   if (features) *features = pooled_prefix_features(cache, in);
-  std::vector<at::Tensor> lps;
-  for (int i = 0; i < K; ++i) {
-    auto xi = x.select(1, i);
-    auto t = at::full({n}, step_time(i, K), xi.options());
-    auto mu = xi + (-1.0 / K) * policy.velocity_cached(in, cache, xi, t).to(at::kFloat);
-    lps.push_back(gaussian_log_prob(x.select(1, i + 1), mu, noise.sigma, noise.action_dim));
-  }
-  return at::stack(lps, 1);  // [n, K]
+  // the K steps in one velocity pass of K * n suffixes over the one prefix cache (step-major:
+  // row i * n + j is sample j at step i): one pass of the action expert instead of K
+  auto states = x.narrow(1, 0, K).transpose(0, 1).reshape({K * n, H, A});
+  std::vector<at::Tensor> times;
+  for (int i = 0; i < K; ++i) times.push_back(at::full({n}, step_time(i, K), x.options()));
+  auto v = policy.velocity_cached(model::with_suffix_copies(in, K), cache, states, at::cat(times)).to(at::kFloat);
+  auto mu = states + (-1.0 / K) * v;
+  auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
+  return gaussian_log_prob(next, mu, noise.sigma, noise.action_dim).view({K, n}).t();  // [n, K]
 }
 
 }  // namespace ember::rl
