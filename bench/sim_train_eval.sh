@@ -29,9 +29,10 @@
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
-#   RL_ENVS=8 RL_LR=1e-4 RL_NOISE=0.2 RL_MICRO=64 RL_EVAL_FREQ=5 RL_EVAL_TRIALS=10
+#   RL_ENVS=8 RL_LR=1e-4 RL_NOISE=0.2 RL_MICRO=128 RL_KL_EVERY=4 RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10
 #   (RL_LR: 1e-4 learned three times faster than 2e-5 from a supervised tiny policy on `easy`,
-#   bench/results/rl_from_sft_cpu_2026-12-02.md; the ember10 run of 2026-12-02 used 2e-5)
+#   bench/results/rl_from_sft_cpu_2026-12-02.md; the ember10 run of 2026-12-02 used 2e-5;
+#   RL_MICRO and RL_KL_EVERY make the learner's step cheaper: that run used 64 and 1)
 #   RL_EXTRA (more `ember rl` flags)
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
@@ -100,8 +101,8 @@ rl() {
     --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode async --rl.algo grpo \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
-    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-64}" --rl.replan_steps "${REPLAN:-5}" \
-    --rl.lr "${RL_LR:-1e-4}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-5}" \
+    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.replan_steps "${REPLAN:-5}" \
+    --rl.lr "${RL_LR:-1e-4}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-10}" \
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30
   local rc=${PIPESTATUS[0]}
