@@ -98,7 +98,7 @@ rl() {
   local rl_run="${RL_RUN:-rl}" resume=()
   if [[ "${RL_RESUME:-0}" == 1 ]]; then resume=(--resume); else rm -rf "${work:?}/$rl_run"; fi
   timeout -k 120 "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
-    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode async --rl.algo grpo \
+    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-async}" --rl.algo grpo \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
     --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.replan_steps "${REPLAN:-5}" \

@@ -83,6 +83,8 @@ TEST(RlLoop, AsyncRunsResumesAndLogs) {
     EXPECT_GT(it.env_steps_per_s, 0);
     EXPECT_GT(it.rollout_busy, 0);
     EXPECT_GT(it.learner_busy, 0);
+    EXPECT_GE(it.rollout_batch, 1.0);
+    EXPECT_LE(it.rollout_batch, double(c.max_batch));
   }
   // a second run over the checkpoints must say --resume
   auto again = test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument);
@@ -97,7 +99,7 @@ TEST(RlLoop, AsyncRunsResumesAndLogs) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(lines[size_t(i)]["step"], i + 1);
     for (const char* k : {"success_rate", "return", "kl", "clip_frac", "staleness", "env_busy", "rollout_busy", "learner_busy",
-                          "env_steps_per_s"})
+                          "env_steps_per_s", "rollout_batch"})
       EXPECT_TRUE(lines[size_t(i)].contains(k)) << k;
   }
   EXPECT_GT(lines[2]["env_steps"].get<double>(), lines[1]["env_steps"].get<double>());

@@ -1,5 +1,7 @@
 #include "ember/rl/env_worker.h"
 
+#include <ATen/Parallel.h>
+
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -102,6 +104,9 @@ EnvWorker::~EnvWorker() {
 }
 
 void EnvWorker::run() {
+  // one intra-op thread: the workers are many threads already, and each would otherwise start a
+  // team the size of the machine for its small tensors (OpenMP's team size is per thread)
+  at::set_num_threads(1);
   try {
     sim::VectorEnvConfig vc;
     vc.n_envs = options_.n_envs;

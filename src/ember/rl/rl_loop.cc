@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 // The counters behind one step's busy fractions and rates.
 struct Counters {
   Clock::time_point at;
-  int64_t waits_ns = 0, env_steps = 0, rollout_ns = 0, learner_ns = 0;
+  int64_t waits_ns = 0, env_steps = 0, rollout_ns = 0, learner_ns = 0, batches = 0, requests = 0;
 };
 
 std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
@@ -279,6 +279,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     for (const auto& w : workers) k.waits_ns += w->clock().policy_wait_ns + w->clock().feed_wait_ns, k.env_steps += w->clock().env_steps;
     k.rollout_ns = int64_t(server.busy_s() * 1e9);
     k.learner_ns = learner_ns;
+    k.batches = server.batches(), k.requests = server.requests();
     return k;
   };
   auto timed = [&](auto&& fn) {
@@ -325,7 +326,8 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
                                double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall,
                                double(now.learner_ns - before.learner_ns) * 1e-9 / wall,
                                double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(world),
-                               double(stop_requested() != 0)},
+                               double(stop_requested() != 0), double(now.batches - before.batches),
+                               double(now.requests - before.requests)},
                               device);
     it.staleness = job[0] / double(c.groups_per_step);
     it.dropped = int64_t(job[1]);
@@ -334,13 +336,14 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     it.env_busy = job[3] / world, it.rollout_busy = job[4] / world, it.learner_busy = job[5] / world;
     it.env_steps_per_s = job[6];
     it.samples_per_s = job[7];  // the job's chunks per second (over the ranks' mean rate)
+    it.rollout_batch = job[9] > 0 ? job[10] / job[9] : 0.0;
     before = now;
     const auto& s = it.learner;
     if (log) log->log(it.step, s.loss,
             {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
-             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"env_steps", double(env_steps_total)},
+             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"env_steps", double(env_steps_total)},
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
     // SIGINT / SIGTERM on any rank (core/stop_signal.h): every rank makes this step its last,
     // evaluated and saved as the end of the run is

@@ -47,6 +47,7 @@ struct IterationStats {
   int64_t dropped = 0;   // stale groups dropped in this step
   double wall_s = 0;
   double env_busy = 0, rollout_busy = 0, learner_busy = 0;  // fractions of wall_s
+  double rollout_batch = 0;  // requests per rollout batch, the step's mean (--rl.max_batch at most)
   int64_t env_steps = 0;
   double env_steps_per_s = 0, samples_per_s = 0;  // samples: chunks the learner used
 };
