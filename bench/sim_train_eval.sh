@@ -15,7 +15,7 @@
 #            give DEADLINE_S: then training gets at most what collect and EVAL_S leave of it, as in
 #            bench/results/groot_sim_h200_2026-12-01.md)
 #   speed    ember bench sim --renderer egl --n_envs 1 --n_envs 4 --n_envs 16 (env steps/s)
-#   rl       ember rl (GRPO, async) on ember10 from the run's latest checkpoint (RUN) into RL_RUN,
+#   rl       ember rl (GRPO, RL_MODE) on ember10 from the run's latest checkpoint (RUN) into RL_RUN,
 #            cameras at IMAGE px as in eval, stopped after RL_SECONDS at the latest (a checkpoint
 #            every RL_SAVE steps keeps the work; RL_RESUME=1 continues RL_RUN; every RL_EVAL_FREQ
 #            steps, and at the start and end, RL_EVAL_TRIALS trials per task in closed loop:
@@ -29,10 +29,12 @@
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
-#   RL_ENVS=8 RL_LR=1e-4 RL_NOISE=0.2 RL_MICRO=128 RL_KL_EVERY=4 RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10
-#   (RL_LR: 1e-4 learned three times faster than 2e-5 from a supervised tiny policy on `easy`,
-#   bench/results/rl_from_sft_cpu_2026-12-02.md; the ember10 run of 2026-12-02 used 2e-5;
-#   RL_MICRO and RL_KL_EVERY make the learner's step cheaper: that run used 64 and 1)
+#   RL_ENVS=8 RL_LR=2e-5 RL_MODE=sync RL_NOISE=0.2 RL_MICRO=128 RL_KL_EVERY=4 RL_EVAL_FREQ=10
+#   RL_EVAL_TRIALS=10
+#   (RL_LR: 1e-4 made `small` worse, 77 -> 47 % in 50 steps, though it lifted tiny on `easy` on
+#   the CPU; 2e-5 moved the KL only to 0.09 in 11 steps; RL_MODE: sync ran 1.6x the env steps/s
+#   of async at these flags; RL_MICRO and RL_KL_EVERY make the learner's step cheaper:
+#   bench/results/sim_rl_ember10_h200_2026-12-02c.md)
 #   RL_EXTRA (more `ember rl` flags)
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
@@ -98,11 +100,11 @@ rl() {
   local rl_run="${RL_RUN:-rl}" resume=()
   if [[ "${RL_RESUME:-0}" == 1 ]]; then resume=(--resume); else rm -rf "${work:?}/$rl_run"; fi
   timeout -k 120 "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
-    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-async}" --rl.algo grpo \
+    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-sync}" --rl.algo grpo \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
     --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.replan_steps "${REPLAN:-5}" \
-    --rl.lr "${RL_LR:-1e-4}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-10}" \
+    --rl.lr "${RL_LR:-2e-5}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-10}" \
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30
   local rc=${PIPESTATUS[0]}
