@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <array>
 
 #include "ember/sim/env.h"
 #include "ember/eval/evaluate.h"
 #include "ember/sim/expert.h"
+#include "ember/sim/rollout.h"
 #include "ember/sim/scene.h"
+#include "ember/sim/vector_env.h"
 
 namespace ember::sim {
 namespace {
@@ -97,6 +101,106 @@ TEST(SimEvaluate, ChunksAreReplannedEveryReplanSteps) {
   EXPECT_EQ(r.tasks[0].successes, 0);
   EXPECT_EQ(p.calls, 80 / 5);
   EXPECT_EQ(p.steps_seen[1], 5);
+}
+
+// A policy that answers env 0 only after `delay` polls (the others at once), as a server under
+// load may: through submit() and poll().
+class SlowEnvZero : public Policy {
+ public:
+  SlowEnvZero(Policy& inner, int delay) : inner_(inner), delay_(delay) {}
+  void reset(int env, const EpisodeStart& e) override { inner_.reset(env, e); }
+  std::vector<ActionChunk> act(const std::vector<PolicyInput>& inputs) override { return inner_.act(inputs); }
+  bool needs_images() const override { return false; }
+  void submit(const std::vector<PolicyInput>& inputs) override {
+    auto chunks = inner_.act(inputs);
+    for (size_t k = 0; k < inputs.size(); ++k) waiting_.push_back({inputs[k].env, inputs[k].env == 0 ? delay_ : 0, chunks[k]});
+  }
+  std::vector<std::pair<int, ActionChunk>> poll(bool wait) override {
+    bool any = false;
+    for (auto& w : waiting_) any = any || --w.polls_left <= 0;
+    if (wait && !any && !waiting_.empty()) waiting_.front().polls_left = 0;
+    std::vector<std::pair<int, ActionChunk>> out;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->polls_left > 0) {
+        ++it;
+        continue;
+      }
+      out.emplace_back(it->env, it->chunk);
+      it = waiting_.erase(it);
+    }
+    return out;
+  }
+
+ private:
+  struct Waiting {
+    int env, polls_left;
+    ActionChunk chunk;
+  };
+  Policy& inner_;
+  int delay_;
+  std::vector<Waiting> waiting_;
+};
+
+// While an env waits for its chunk, the others step on; the waiting env is held, not stepped,
+// so every episode takes the same actions and ends the same as with a policy that answers at once.
+TEST(SimRollout, AnEnvWaitingForItsChunkHoldsNoOtherBack) {
+  const TaskSpec& t = find_task("pick_red_into_tray");
+  struct Record {
+    std::vector<std::array<double, 7>> actions;
+    bool success = false;
+    int steps = 0;
+  };
+  auto run = [&](bool slow, int* held_steps) {
+    VectorEnvConfig c;
+    c.n_envs = 2;
+    c.threads = 1;
+    c.renderer = RendererKind::kNone;
+    VectorEnv venv(Scene::load(), {&t}, c);
+    int next = 0;
+    std::map<int, Record> out;
+    RolloutHooks hooks;
+    hooks.next_episode = [&]() -> std::optional<Episode> {
+      if (next == 4) return std::nullopt;
+      Episode e;
+      e.task = &t;
+      e.init = eval_init_states(t)[size_t(next)];
+      e.init_index = next;
+      e.seed = uint64_t(next) + 1;
+      e.id = next++;
+      return e;
+    };
+    std::vector<int> env_steps(2, 0);
+    hooks.on_step = [&](int env, const Episode& e, int step, const Observation&, const Action& a) {
+      auto& r = out[e.id];
+      EXPECT_EQ(step, int(r.actions.size())) << "episode " << e.id;
+      std::array<double, 7> v{};
+      for (int j = 0; j < 7; ++j) v[size_t(j)] = a[size_t(j)];
+      r.actions.push_back(v);
+      ++env_steps[size_t(env)];
+      // env 1 ahead of env 0 by more than a chunk's steps: it stepped while env 0 was held
+      if (held_steps && env == 1 && env_steps[1] > env_steps[0] + 1) ++*held_steps;
+    };
+    hooks.on_end = [&](int, const Episode& e, bool success, int steps, const Observation&) {
+      out[e.id].success = success;
+      out[e.id].steps = steps;
+    };
+    ExpertPolicy expert;
+    SlowEnvZero slow_policy(expert, 3);
+    Policy& p = slow ? static_cast<Policy&>(slow_policy) : static_cast<Policy&>(expert);
+    run_rollouts(venv, p, 1, hooks);
+    return out;
+  };
+  int held = 0;
+  auto plain = run(false, nullptr), slowed = run(true, &held);
+  ASSERT_EQ(plain.size(), 4u);
+  ASSERT_EQ(slowed.size(), 4u);
+  for (const auto& [id, r] : plain) {
+    const Record& s = slowed.at(id);
+    EXPECT_EQ(s.success, r.success) << "episode " << id;
+    EXPECT_EQ(s.steps, r.steps) << "episode " << id;
+    EXPECT_EQ(s.actions, r.actions) << "episode " << id;
+  }
+  EXPECT_GT(held, 10) << "env 1 never ran ahead of the slow env 0";
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
+#include <list>
 #include <map>
 
 #include "ember/core/error.h"
@@ -23,9 +25,9 @@ double distance(const std::array<double, 3>& a, const std::array<double, 3>& b) 
   return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
 }
 
-// The sim::Policy the worker's rollout loop drives: each act() becomes requests to the server
-// (one per env that needs a chunk), answered by dynamic batches; the answers are recorded in
-// the envs' trajectories.
+// The sim::Policy the worker's rollout loop drives: each submit() becomes requests to the server
+// (one per env that needs a chunk), answered by dynamic batches; poll() records the answers in
+// the envs' trajectories, and the rollout loop steps the envs that have actions meanwhile.
 class ServerPolicy final : public sim::Policy {
  public:
   ServerPolicy(RolloutServer& server, const model::SampleBuilder& builder, EpisodeFeed& feed, WorkerClock& clock,
@@ -46,34 +48,64 @@ class ServerPolicy final : public sim::Policy {
     seeds_[size_t(env)] = start.seed;
   }
 
-  std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override {
+  // one request per input; the answers come through poll()
+  void submit(const std::vector<sim::PolicyInput>& inputs) override {
     if (cancelled_) throw Cancelled{};
-    std::vector<std::future<PolicyResponse>> replies;
-    std::vector<model::PolicySample> samples;
     for (const auto& in : inputs) {
       auto sample = builder_.build(eval::observation_item(*in.obs, in.task->instruction, builder_.spec().state_key), false);
-      Trajectory& t = trajectories_[size_t(in.env)];
+      const Trajectory& t = trajectories_[size_t(in.env)];
       const uint64_t seed = sim::mix_seed(seeds_[size_t(in.env)], uint64_t(t.chunks.size()));
-      replies.push_back(server_.submit(sample, seed));
-      samples.push_back(std::move(sample));
+      auto reply = server_.submit(sample, seed);
+      pending_.push_back({in.env, std::move(reply), std::move(sample), EnvWorker::potential(*in.obs, *in.task)});
     }
-    const auto wait = Clock::now();
-    std::vector<sim::ActionChunk> chunks;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      PolicyResponse r = replies[k].get();
-      ChunkRecord c{std::move(samples[k]), r.chain, r.log_prob, r.version};
+  }
+
+  // the answered requests, recorded in their envs' trajectories; with `wait`, at least one
+  std::vector<std::pair<int, sim::ActionChunk>> poll(bool wait) override {
+    if (cancelled_) throw Cancelled{};
+    std::vector<std::pair<int, sim::ActionChunk>> out;
+    if (wait && !pending_.empty()) {
+      const auto t = Clock::now();
+      pending_.front().reply.wait();
+      clock_.policy_wait_ns += ns_since(t);
+    }
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (it->reply.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      PolicyResponse r = it->reply.get();
+      ChunkRecord c{std::move(it->sample), r.chain, r.log_prob, r.version};
       c.value = r.value;
-      c.phi = EnvWorker::potential(*inputs[k].obs, *inputs[k].task);
-      trajectories_[size_t(inputs[k].env)].chunks.push_back(std::move(c));
-      chunks.push_back(std::move(r.chunk));
+      c.phi = it->phi;
+      trajectories_[size_t(it->env)].chunks.push_back(std::move(c));
+      out.emplace_back(it->env, std::move(r.chunk));
+      it = pending_.erase(it);
     }
-    clock_.policy_wait_ns += ns_since(wait);
+    return out;
+  }
+
+  // the blocking form: every input's chunk, in order
+  std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override {
+    submit(inputs);
+    std::map<int, sim::ActionChunk> got;
+    while (got.size() < inputs.size())
+      for (auto& [env, chunk] : poll(true)) got[env] = std::move(chunk);
+    std::vector<sim::ActionChunk> chunks;
+    for (const auto& in : inputs) chunks.push_back(std::move(got.at(in.env)));
     return chunks;
   }
 
   Trajectory& trajectory(int env) { return trajectories_[size_t(env)]; }
 
  private:
+  struct Pending {
+    int env;
+    std::future<PolicyResponse> reply;
+    model::PolicySample sample;
+    double phi;  // the potential at the request's observation (value_head.h's rewards)
+  };
+  std::list<Pending> pending_;  // oldest first
   RolloutServer& server_;
   const model::SampleBuilder& builder_;
   EpisodeFeed& feed_;

@@ -1,7 +1,10 @@
 // One environment worker: a thread owning a vector env of its own (physics on its thread, cameras
 // through a GL context on it or in a render process of its own: --rl.render_layout) that runs
 // episodes from the feed with sim::run_rollouts, asking the rollout server for a chunk as soon
-// as one of its envs needs one. Workers do not wait for each other; a worker's own envs step together (one VectorEnv). An env whose next episode the
+// as one of its envs needs one. Workers do not wait for each other, nor do a worker's envs: while
+// an env waits for its chunk the others step on (sim::run_rollouts holds only that one: were
+// they all to wait for each request, envs whose episodes started at staggered steps would make
+// the worker wait for the policy at nearly every step). An env whose next episode the
 // budget does not allow yet goes idle until the worker's others are done too. Each finished episode goes back to the feed as a trajectory with its return:
 //   return = success (0/1) + shaping * (phi(last state) - phi(first state))
 //   phi    = -(|end effector - object| + |object - target|)   (metres; press: no target term)

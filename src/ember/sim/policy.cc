@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "ember/core/error.h"
 #include "ember/sim/expert.h"
@@ -16,6 +17,19 @@ std::map<std::string, PolicyFactory>& registry() {
   return r;
 }
 }  // namespace
+
+void Policy::submit(const std::vector<PolicyInput>& inputs) {
+  std::vector<ActionChunk> chunks = act(inputs);
+  if (chunks.size() != inputs.size())
+    fail(ErrorKind::kInternal, name() + ": act() returned " + std::to_string(chunks.size()) + " chunks for " +
+                                   std::to_string(inputs.size()) + " inputs");
+  for (size_t k = 0; k < inputs.size(); ++k) answered_.emplace_back(inputs[k].env, std::move(chunks[k]));
+}
+
+std::vector<std::pair<int, ActionChunk>> Policy::poll(bool wait) {
+  (void)wait;  // nothing is ever pending: submit() answered
+  return std::exchange(answered_, {});
+}
 
 void register_policy(const std::string& name, PolicyFactory factory) {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/sim/env.h"
@@ -41,11 +42,21 @@ class Policy {
   // One chunk per input, in order. Called from one thread at a time; inputs are only valid
   // during the call. Throwing aborts the evaluation with that error.
   virtual std::vector<ActionChunk> act(const std::vector<PolicyInput>& inputs) = 0;
+  // The non-blocking form that run_rollouts drives: submit() asks for the inputs' chunks (inputs
+  // only valid during the call), poll() returns those answered so far as (env, chunk), waiting
+  // for at least one when `wait` and some are pending. run_rollouts steps the envs that have
+  // actions while the others wait for theirs (held: not stepped). The default answers at once
+  // through act(), so a blocking policy steps all its envs together.
+  virtual void submit(const std::vector<PolicyInput>& inputs);
+  virtual std::vector<std::pair<int, ActionChunk>> poll(bool wait);
   // Whether act() needs camera images (false lets evaluation skip rendering when no video is
   // written either).
   virtual bool needs_images() const { return true; }
   // A short name for reports (eval.json's "policy").
   virtual std::string name() const { return "policy"; }
+
+ private:
+  std::vector<std::pair<int, ActionChunk>> answered_;  // the default submit()'s, until poll()
 };
 
 // Policies by name, for `ember eval --policy NAME` (and `--checkpoint DIR`, which asks for

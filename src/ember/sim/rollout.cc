@@ -41,35 +41,40 @@ RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, con
   std::vector<Observation> obs = venv.reset(0);
   stats.env_s += since(t_env);
   std::vector<Action> actions(n);
-  std::vector<uint8_t> render(n, 0);
+  std::vector<uint8_t> render(n, 0), hold(n, 0), pending(n, 0);
   const bool needs_images = policy.needs_images();
   for (;;) {
-    // ask the policy for the envs whose chunk ran out
+    // ask the policy for the envs whose chunk ran out (and are not waiting for one already)
     std::vector<PolicyInput> inputs;
-    bool any = false;
-    for (int i = 0; i < n; ++i) {
-      any = any || venv.active(i);
-      if (venv.active(i) && queued[i].empty()) inputs.push_back(PolicyInput{i, &obs[i], episodes[i].task, steps[i]});
-    }
-    if (!any) break;
-    if (!inputs.empty()) {
-      auto t_policy = Clock::now();
-      std::vector<ActionChunk> chunks = policy.act(inputs);
-      stats.policy_s += since(t_policy);
-      ++stats.policy_calls;
-      if (chunks.size() != inputs.size())
-        fail(ErrorKind::kInternal, policy.name() + ": act() returned " + std::to_string(chunks.size()) +
-                                       " chunks for " + std::to_string(inputs.size()) + " inputs");
-      for (size_t k = 0; k < inputs.size(); ++k) {
-        if (chunks[k].empty()) fail(ErrorKind::kInternal, policy.name() + ": act() returned an empty chunk");
-        const int env = inputs[k].env;
-        for (size_t j = 0; j < chunks[k].size() && int(j) < replan_steps; ++j) queued[env].push_back(chunks[k][j]);
-      }
-    }
-    std::vector<uint64_t> before = started;
-    std::fill(render.begin(), render.end(), 0);
+    bool any = false, can_step = false;
     for (int i = 0; i < n; ++i) {
       if (!venv.active(i)) continue;
+      any = true;
+      if (queued[i].empty() && !pending[i]) inputs.push_back(PolicyInput{i, &obs[i], episodes[i].task, steps[i]});
+      can_step = can_step || !queued[i].empty();
+    }
+    if (!any) break;
+    auto t_policy = Clock::now();
+    if (!inputs.empty()) {
+      policy.submit(inputs);
+      ++stats.policy_calls;
+      for (const auto& in : inputs) pending[in.env] = 1;
+    }
+    // the chunks answered so far; wait for one only when no env has an action to take
+    for (auto& [env, chunk] : policy.poll(!can_step)) {
+      if (env < 0 || env >= n || !pending[env]) fail(ErrorKind::kInternal, policy.name() + ": a chunk for env " + std::to_string(env) + ", which asked for none");
+      if (chunk.empty()) fail(ErrorKind::kInternal, policy.name() + ": an empty chunk");
+      pending[env] = 0;
+      for (size_t j = 0; j < chunk.size() && int(j) < replan_steps; ++j) queued[env].push_back(chunk[j]);
+    }
+    stats.policy_s += since(t_policy);
+    std::vector<uint64_t> before = started;
+    std::fill(render.begin(), render.end(), 0);
+    bool stepping = false;
+    for (int i = 0; i < n; ++i) {
+      hold[i] = venv.active(i) && queued[i].empty();  // its chunk is still on the way
+      if (!venv.active(i) || hold[i]) continue;
+      stepping = true;
       actions[i] = queued[i].front();
       queued[i].pop_front();
       if (hooks.on_step) hooks.on_step(i, episodes[i], steps[i], obs[i], actions[i]);
@@ -77,11 +82,12 @@ RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, con
       // cameras only where the policy acts next (its chunk ran out) or a recording wants them
       render[i] = (queued[i].empty() && needs_images) || (hooks.wants_images && hooks.wants_images(i));
     }
+    if (!stepping) continue;  // every active env waits for its chunk
     t_env = Clock::now();
-    StepResult r = venv.step(actions, &render);
+    StepResult r = venv.step(actions, &render, &hold);
     stats.env_s += since(t_env);
     for (int i = 0; i < n; ++i)
-      if (running[i] && started[i] == before[i]) ++steps[i];
+      if (running[i] && !hold[i] && started[i] == before[i]) ++steps[i];
     obs = std::move(r.observations);
   }
   return stats;

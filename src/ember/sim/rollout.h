@@ -1,7 +1,9 @@
 // The loop shared by evaluation and demonstration collection: runs episodes from a source on
 // a VectorEnv with a policy, executing each action chunk open loop for up to replan_steps
 // steps (a new episode always asks the policy first), and reports every step and every
-// finished episode to callbacks on the calling thread.
+// finished episode to callbacks on the calling thread. A policy that answers asynchronously
+// (Policy::submit / poll) does not hold the other envs back: they step while an env waits for
+// its chunk.
 #pragma once
 
 #include <functional>

@@ -193,12 +193,16 @@ std::vector<Observation> VectorEnv::reset(uint64_t seed) {
   return obs_;
 }
 
-StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector<uint8_t>* render) {
+StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector<uint8_t>* render,
+                           const std::vector<uint8_t>* hold) {
   if (int(actions.size()) != size())
     fail(ErrorKind::kInvalidArgument, "VectorEnv::step: " + std::to_string(actions.size()) + " actions for " +
                                           std::to_string(size()) + " envs");
   if (render && int(render->size()) != size())
     fail(ErrorKind::kInvalidArgument, "VectorEnv::step: " + std::to_string(render->size()) + " render flags for " +
+                                          std::to_string(size()) + " envs");
+  if (hold && int(hold->size()) != size())
+    fail(ErrorKind::kInvalidArgument, "VectorEnv::step: " + std::to_string(hold->size()) + " hold flags for " +
                                           std::to_string(size()) + " envs");
   StepResult r;
   const int n = size();
@@ -208,7 +212,7 @@ StepResult VectorEnv::step(const std::vector<Action>& actions, const std::vector
   r.truncated.assign(n, 0);
   std::vector<int> stepping;
   for (int i = 0; i < n; ++i)
-    if (slots_[i].active) stepping.push_back(i);
+    if (slots_[i].active && !(hold && (*hold)[i])) stepping.push_back(i);
   std::vector<uint8_t> success(n, 0);
   parallel(stepping, [&](int env) {
     Env& e = *envs_[env];

@@ -106,8 +106,11 @@ class VectorEnv {
   // One control step of every active env (actions[i] for env i; size() actions). With `render`
   // (size() flags), env i's cameras are rendered after the step only where render[i] is set;
   // the others' observations carry no images (width 0). The first observation of an episode
-  // that starts by auto-reset is always rendered.
-  StepResult step(const std::vector<Action>& actions, const std::vector<uint8_t>* render = nullptr);
+  // that starts by auto-reset is always rendered. With `hold` (size() flags), env i is not
+  // stepped where hold[i] is set: its state, observation and info stay as they were (its
+  // action is ignored).
+  StepResult step(const std::vector<Action>& actions, const std::vector<uint8_t>* render = nullptr,
+                  const std::vector<uint8_t>* hold = nullptr);
 
   int size() const { return int(envs_.size()); }
   bool active(int env) const { return slots_[env].active; }
