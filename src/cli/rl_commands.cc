@@ -64,6 +64,9 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.cpu_threads", c->cpu_threads, "CPU: intra-op threads of the learner and the rollout (default: cores - env workers)");
   r->add_option("--dist.timeout_s", c->dist_timeout_s, "ember launch: a collective waiting longer fails the run (default 600)");
   r->add_option("--rl.kl_every", c->kl_every, "measure the KL to the start policy on every N-th micro-batch (default 1)");
+  r->add_option("--rl.epochs", c->epochs,
+                "passes over each step's groups, each ending in an optimizer step; passes after the first learn "
+                "from ratios away from 1, which the clip bounds (PPO's epochs; default 1)");
   r->callback([c, &action] {
     action = [c]() -> int {
       // the run's last line; the exit status (128 + signal when SIGINT / SIGTERM stopped it)

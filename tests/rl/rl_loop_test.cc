@@ -268,6 +268,30 @@ TEST(RlLoop, StopSignalEndsTheRunAfterItsStepEvaluatedAndSaved) {
   EXPECT_EQ(after.iterations[0].step, 3);
 }
 
+// --rl.epochs 2: the same step's groups learned from twice, an optimizer step each; the second
+// pass starts from the first's weights, so its KL to the start policy is no longer 0.
+TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_epochs");
+  auto c = exact_tiny_run(dir.path() + "/one");
+  c.groups_per_step = 2;
+  c.iterations = 1;
+  const auto one = run_rl(c);
+  c.output_dir = dir.path() + "/two";
+  c.epochs = 2;
+  const auto two = run_rl(c);
+  ASSERT_EQ(one.iterations.size(), 1u);
+  ASSERT_EQ(two.iterations.size(), 1u);
+  const auto &a = one.iterations[0].learner, &b = two.iterations[0].learner;
+  ASSERT_GT(a.micro_batches, 0) << "the step had no group to learn from";
+  EXPECT_EQ(b.micro_batches, 2 * a.micro_batches);
+  EXPECT_EQ(b.success, a.success);  // the same episodes
+  EXPECT_EQ(b.chunks, a.chunks);
+  EXPECT_EQ(a.kl, 0.0);  // the start policy's own chunks
+  EXPECT_GT(b.kl, 0.0);
+  EXPECT_NE(b.loss, a.loss);
+}
+
 TEST(RlLoop, SyncResumeContinuesTheRun) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_resume_sync");

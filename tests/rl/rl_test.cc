@@ -491,6 +491,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.render_layout = "gpu";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.render_layout"), std::string::npos);
   c.render_layout = "auto";
+  c.epochs = 0;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.epochs"), std::string::npos);
+  c.epochs = 2;
   c.placement = "ring";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.placement"), std::string::npos);
   c.placement = "split";
