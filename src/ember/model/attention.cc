@@ -71,18 +71,25 @@ at::Tensor segment_attention(const at::Tensor& q, const at::Tensor& k, const at:
                                             /*return_debug_mask=*/false);
     return std::get<0>(out);
   }
-  // reference: one dense call per sample
-  int64_t heads = q.size(1);
+  // reference: one dense call per sample. The segments are taken by one split (its backward is
+  // one concatenation), not a narrow each (each narrow's backward fills a gradient the size of
+  // the whole tensor: quadratic in the number of segments)
+  const int64_t heads = q.size(1);
+  auto segments = [](const at::Tensor& t, const std::vector<int64_t>& lens) {
+    std::vector<int64_t> sizes = lens;
+    int64_t used = 0;
+    for (int64_t l : lens) used += l;
+    sizes.push_back(t.size(0) - used);  // rows past the last segment, read by nobody
+    return t.split_with_sizes(sizes, 0);
+  };
+  auto qs = segments(q, lens_q), ks = segments(k, lens_k), vs = segments(v, lens_k);
   std::vector<at::Tensor> outs;
   outs.reserve(lens_q.size());
-  int64_t oq = 0, ok = 0;
   for (size_t i = 0; i < lens_q.size(); ++i) {
-    auto qi = q.narrow(0, oq, lens_q[i]).transpose(0, 1).unsqueeze(0);  // [1, h, Lq, d]
-    auto ki = repeat_kv(k.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
-    auto vi = repeat_kv(v.narrow(0, ok, lens_k[i]), heads).transpose(0, 1).unsqueeze(0);
+    auto qi = qs[i].transpose(0, 1).unsqueeze(0);  // [1, h, Lq, d]
+    auto ki = repeat_kv(ks[i], heads).transpose(0, 1).unsqueeze(0);
+    auto vi = repeat_kv(vs[i], heads).transpose(0, 1).unsqueeze(0);
     outs.push_back(at::scaled_dot_product_attention(qi, ki, vi, {}, 0.0, causal).squeeze(0).transpose(0, 1));
-    oq += lens_q[i];
-    ok += lens_k[i];
   }
   return at::cat(outs, 0);
 }
