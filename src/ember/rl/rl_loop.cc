@@ -312,16 +312,15 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     // sync: in group order, whichever finished first, so that the step's sums do not depend on
     // the workers' timing (the run is then bit-exact and resumes bit-exactly; rl_loop.h)
     std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
-    if (!async)
-      for (const auto& g : batch) timed([&] { learner.accumulate(g); });
-    timed([&] { it.learner = learner.step(); });
-    // --rl.epochs: more passes over the same groups, an optimizer step each; the step's figures
-    // are the last pass's (its loss, KL and clip fraction), its passes all of them
-    for (int64_t e = 1; e < c.epochs; ++e) {
-      const int64_t passes = it.learner.micro_batches;
-      for (const auto& g : batch) timed([&] { learner.accumulate(g); });
+    // --rl.epochs: passes over the step's groups (async streamed the first), an optimizer step
+    // each; the step's figures are the last pass's (its loss, KL and clip fraction), its passes
+    // all of them
+    for (int64_t e = 0, passes = 0; e < c.epochs; ++e) {
+      if (e > 0 || !async)
+        for (const auto& g : batch) timed([&] { learner.accumulate(g); });
       timed([&] { it.learner = learner.step(); });
       it.learner.micro_batches += passes;
+      passes = it.learner.micro_batches;
     }
     server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
     it.step = step + 1;

@@ -41,7 +41,8 @@ RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, con
   std::vector<Observation> obs = venv.reset(0);
   stats.env_s += since(t_env);
   std::vector<Action> actions(n);
-  std::vector<uint8_t> render(n, 0), hold(n, 0), pending(n, 0);
+  // pending: the env asked for a chunk that has not come yet; it is held (not stepped) meanwhile
+  std::vector<uint8_t> render(n, 0), pending(n, 0);
   const bool needs_images = policy.needs_images();
   for (;;) {
     // ask the policy for the envs whose chunk ran out (and are not waiting for one already)
@@ -72,8 +73,7 @@ RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, con
     std::fill(render.begin(), render.end(), 0);
     bool stepping = false;
     for (int i = 0; i < n; ++i) {
-      hold[i] = venv.active(i) && queued[i].empty();  // its chunk is still on the way
-      if (!venv.active(i) || hold[i]) continue;
+      if (!venv.active(i) || pending[i]) continue;
       stepping = true;
       actions[i] = queued[i].front();
       queued[i].pop_front();
@@ -84,10 +84,10 @@ RolloutStats run_rollouts(VectorEnv& venv, Policy& policy, int replan_steps, con
     }
     if (!stepping) continue;  // every active env waits for its chunk
     t_env = Clock::now();
-    StepResult r = venv.step(actions, &render, &hold);
+    StepResult r = venv.step(actions, &render, &pending);
     stats.env_s += since(t_env);
     for (int i = 0; i < n; ++i)
-      if (running[i] && !hold[i] && started[i] == before[i]) ++steps[i];
+      if (running[i] && !pending[i] && started[i] == before[i]) ++steps[i];
     obs = std::move(r.observations);
   }
   return stats;
