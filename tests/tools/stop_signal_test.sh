@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# SIGINT (Ctrl-C) and SIGTERM (`timeout`) sent to the whole process group of a running
-# `ember train` / `ember rl`, as a terminal or `timeout` sends them: the command finishes the step
-# under way, saves it (and, for rl, evaluates it), says so, and ends with status 128 + signal;
+# SIGINT (Ctrl-C) and SIGTERM (`timeout`) sent to a running `ember train` / `ember rl` as a
+# terminal or GNU `timeout` sends them (Ctrl-C: once, to the process group; `timeout`: to the
+# command, then to its process group, microseconds apart): the command finishes the step under
+# way, saves it (and, for rl, evaluates it), says so, and ends with status 128 + signal;
 # `--resume` goes on from that step. The rl run renders through processes of its own
 # (--rl.render_layout process), which must outlive the signal until the step is saved.
 #   stop_signal_test.sh EMBER FIXTURE_DATASET
@@ -13,7 +14,9 @@ trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # stop_run NAME SIGNAL MIN_LINES FILE -- COMMAND...: COMMAND in a process group of its own,
-# signalled as a group once FILE has MIN_LINES lines; sets `status`
+# signalled once FILE has MIN_LINES lines: as a group, or where SEND=timeout as `timeout` does,
+# the command and then its group (the group's copy sent once the command has taken the first:
+# the order in which a second copy used to end it at once); sets `status`
 stop_run() {
   local name=$1 sig=$2 lines=$3 file=$4
   shift 5
@@ -24,6 +27,13 @@ stop_run() {
     kill -0 "$pid" 2>/dev/null || { cat "$d/$name.out" "$d/$name.err"; fail "$name ended before the signal"; }
     sleep 0.1
   done
+  if [[ "${SEND:-group}" == timeout ]]; then
+    kill -"$sig" "$pid"
+    for ((i = 0; i < 50; ++i)); do
+      grep -q "stopping after this step" "$d/$name.err" && break
+      sleep 0.01
+    done
+  fi
   kill -"$sig" -- -"$pid"
   wait "$pid"
   status=$?
@@ -55,12 +65,12 @@ last="$(tail -n 1 "$d/train/metrics.jsonl")"
 grep -q "^trained to step $((step + 2)); checkpoint" "$d/resume.out" || { cat "$d/resume.out"; fail "ember train: resume did not go on"; }
 echo "ember train: stopped by SIGINT after step $step, saved, resumed: ok"
 
-# ember rl, SIGTERM
+# ember rl, SIGTERM as `timeout` sends it
 if ! "$ember" rl 2>&1 | grep -q "without the simulator"; then
   rl=("$ember" rl --policy.preset tiny --output_dir "$d/rl" --suite easy --device cpu --rl.render_layout process
       --rl.env_workers 2 --rl.envs_per_worker 2 --rl.groups_per_step 2 --rl.group_size 2 --rl.max_episode_steps 16
       --eval_freq 1000 --eval.trials 1 --eval.n_envs 2)
-  stop_run rl TERM 1 "$d/rl/metrics.jsonl" -- "${rl[@]}" --rl.iterations 1000
+  SEND=timeout stop_run rl TERM 1 "$d/rl/metrics.jsonl" -- "${rl[@]}" --rl.iterations 1000
   ((status == 143)) || fail "ember rl: status $status, expected 143 (SIGTERM)"
   check_stop_line rl "ember rl" SIGTERM
   [[ "$(tail -n 1 "$d/rl/metrics.jsonl")" == "{\"step\":$step,"* ]] || fail "ember rl: the last metrics line is not step $step's"

@@ -1,7 +1,9 @@
 // SIGINT (Ctrl-C) and SIGTERM (`timeout`, a scheduler's stop) as a request to stop long work
 // cleanly: the first one sets a flag that `ember train` and `ember rl` read between steps; they
 // then save a checkpoint of the step they finished and return, and the command exits with
-// 128 + the signal. A second one ends the process at once (the default action).
+// 128 + the signal. A second one, a second or more after the first, ends the process at once
+// (the default action). One that comes sooner is the same request again: GNU `timeout` sends
+// its signal twice, to the command and then to the command's process group, microseconds apart.
 #pragma once
 
 namespace ember {
