@@ -32,10 +32,11 @@
 #   RL_ENVS=8 RL_LR=2e-5 RL_MODE=sync RL_NOISE=0.2 RL_MICRO=128 RL_KL_EVERY=4 RL_EPOCHS=4
 #   RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10
 #   (RL_LR: 1e-4 made `small` worse, 77 -> 47 % in 50 steps, though it lifted tiny on `easy` on
-#   the CPU; 2e-5 moved the KL only to 0.09 in 11 steps; RL_MODE: sync ran 1.6x the env steps/s
-#   of async at these flags; RL_MICRO and RL_KL_EVERY make the learner's step cheaper:
-#   bench/results/sim_rl_ember10_h200_2026-12-02c.md; RL_EPOCHS=4 at lr 2e-5 learned as fast as
-#   lr 1e-4 with one pass did, on the CPU: rl_epochs_cpu_2026-12-02.md)
+#   the CPU; RL_EPOCHS=4 at lr 2e-5 learned as fast as lr 1e-4 with one pass did, on the CPU
+#   (rl_epochs_cpu_2026-12-02.md), but on ember10 also made `small` worse, 83.4 -> 71.6 % in 30
+#   steps; RL_MODE: sync ran 1.3-1.6x the env steps/s of async at these flags, the two halves
+#   sharing one GPU; RL_MICRO and RL_KL_EVERY make the learner's step cheaper:
+#   bench/results/sim_rl_ember10_h200_2026-12-02c.md, ..._2026-12-02d.md)
 #   RL_EXTRA (more `ember rl` flags)
 #   DEVICE=cuda RENDERER=egl  (DEVICE=cpu RENDERER=osmesa or none: a quick check of the stages on a
 #                  machine without a GPU, with small EPISODES, STEPS, TRIALS)
@@ -46,7 +47,8 @@
 # Device-time cost on one H200, 2026-11-30: collect 195 s (500 episodes, 18701 frames), train
 # TRAIN_SECONDS (540 s), eval 137 s (500 trials); 2026-12-01 (nvidia-h200, process render
 # layout): collect 78 s, eval of 200 trials 19-31 s; 2026-12-02 (nvidia-h200): collect 85 s, train
-# all 6000 steps in ~410 s, eval of 500 trials 56 s (bench/results/sim_rl_ember10_h200_2026-12-02.md).
+# all 6000 steps in ~410 s, eval of 500 trials 56 s (bench/results/sim_rl_ember10_h200_2026-12-02.md);
+# rl: about 17.7 s a sync step at the defaults, 20 s an in-loop evaluation (..._2026-12-02d.md).
 # Each phase fits one 10-minute call; the
 # phases share WORK, so run them on the same warm machine.
 # Writes under $OUT (default /tmp/ember-out), as the stages run: collect.log, RUN.log, RUN_metrics.jsonl,
