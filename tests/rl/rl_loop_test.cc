@@ -292,6 +292,44 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   EXPECT_NE(b.loss, a.loss);
 }
 
+// --rl.target_kl: with a bound no update can stay under, every pass after the first is dropped
+// without an optimizer step, so the step equals a one-pass step; with a bound no pass reaches,
+// all passes step.
+TEST(RlLoop, TargetKlDropsThePassesThatMovedTooFar) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_target_kl");
+  auto c = exact_tiny_run(dir.path() + "/one");
+  c.groups_per_step = 2;
+  c.iterations = 1;
+  const auto one = run_rl(c);
+  c.epochs = 3;
+  c.target_kl = 1e-30;
+  c.output_dir = dir.path() + "/tight";
+  const auto tight = run_rl(c);
+  c.target_kl = 1e30;
+  c.output_dir = dir.path() + "/loose";
+  const auto loose = run_rl(c);
+  ASSERT_EQ(one.iterations.size(), 1u);
+  ASSERT_EQ(tight.iterations.size(), 1u);
+  ASSERT_EQ(loose.iterations.size(), 1u);
+  const auto &a = one.iterations[0], &t = tight.iterations[0], &l = loose.iterations[0];
+  ASSERT_GT(a.learner.micro_batches, 0) << "the step had no group to learn from";
+  EXPECT_EQ(a.epochs, 1);
+  EXPECT_EQ(t.epochs, 1);
+  EXPECT_EQ(l.epochs, 3);
+  EXPECT_EQ(t.learner.loss, a.learner.loss);  // the first pass's step, nothing after it
+  EXPECT_EQ(t.learner.micro_batches, a.learner.micro_batches);
+  EXPECT_EQ(l.learner.micro_batches, 3 * a.learner.micro_batches);
+  // the weights saved are the one-pass step's
+  auto w1 = model::load_tensors(one.last_checkpoint + "/model.safetensors");
+  auto wt = model::load_tensors(tight.last_checkpoint + "/model.safetensors");
+  ASSERT_EQ(w1.size(), wt.size());
+  for (const auto& [name, w] : w1) {
+    ASSERT_TRUE(wt.count(name)) << name;
+    EXPECT_TRUE(at::equal(w, wt.at(name))) << name;
+  }
+}
+
 TEST(RlLoop, SyncResumeContinuesTheRun) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_resume_sync");

@@ -166,6 +166,10 @@ TEST(Grpo, ClippedSurrogateTakesThePessimisticTerm) {
   EXPECT_NEAR(s.loss_sum.item<double>(), -(1.2 - 1.5 + 0.5 - 0.8 + 1.1), 1e-9);
   EXPECT_EQ(s.clipped.item<double>(), 4);
   EXPECT_NEAR(s.kl_sum.item<double>(), 0, 1e-12);
+  // k3 from the sampling policy: (r - 1) - log r, summed over the terms
+  double old_kl = 0;
+  for (double r : {1.5, 1.5, 0.5, 0.5, 1.1}) old_kl += r - 1 - std::log(r);
+  EXPECT_NEAR(s.old_kl_sum.item<double>(), old_kl, 1e-9);
   s.loss_sum.backward();
   // d loss / d log_prob = -A r where the unclipped term is the minimum, else 0
   auto g = lp.grad().view({5});
@@ -494,6 +498,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.epochs = 0;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.epochs"), std::string::npos);
   c.epochs = 2;
+  c.target_kl = -0.1;
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.target_kl"), std::string::npos);
+  c.target_kl = 0.02;
   c.placement = "ring";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.placement"), std::string::npos);
   c.placement = "split";

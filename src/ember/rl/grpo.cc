@@ -23,12 +23,14 @@ Surrogate clipped_surrogate(const at::Tensor& log_prob, const at::Tensor& old_lo
   // a log-ratio of a whole denoising chain can pass float's exp range (88) when the policy moves
   // far in one step: above kMaxLogRatio the ratio stays e^20 (no gradient), so neither the loss
   // nor the KL becomes inf
-  auto ratio = at::exp(at::clamp_max(log_prob - old_log_prob, kMaxLogRatio));  // [m, K]
+  auto log_ratio = at::clamp_max(log_prob - old_log_prob, kMaxLogRatio);
+  auto ratio = at::exp(log_ratio);  // [m, K]
   auto surr = at::minimum(ratio * a, at::clamp(ratio, 1 - clip, 1 + clip) * a);
   Surrogate s;
   s.loss_sum = -surr.sum();
   auto r = ratio.detach();
   s.clipped = ((r - 1).abs() > clip).sum().to(at::kFloat);
+  s.old_kl_sum = (r - 1 - log_ratio.detach()).sum();
   if (ref_log_prob.defined()) {
     auto log_q = at::clamp_max(ref_log_prob - log_prob.detach(), kMaxLogRatio);
     s.kl_sum = (at::exp(log_q) - 1 - log_q).sum();

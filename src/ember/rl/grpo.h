@@ -22,6 +22,8 @@ struct Surrogate {
   at::Tensor loss_sum;  // 0-d: - sum of min(r A, clip(r, 1 - eps, 1 + eps) A) over the terms
   at::Tensor clipped;   // 0-d: number of terms with |r - 1| > eps
   at::Tensor kl_sum;    // 0-d: sum of k3 = (q - 1) - log q, q = p_ref / p (0 without reference)
+  at::Tensor old_kl_sum;  // 0-d: sum of k3 = (r - 1) - log r, r = p / p_old: the KL from the
+                          // sampling policy to this one (--rl.target_kl)
 };
 
 // log_prob, old_log_prob, ref_log_prob (optional: undefined) [m, K]; advantages [m].

@@ -157,6 +157,7 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   }
   auto add = [](at::Tensor& sum, const at::Tensor& v) { sum = sum.defined() ? sum + v.detach() : v.detach(); };
   add(clipped_, s.clipped);
+  add(old_kl_sum_, s.old_kl_sum);
   if (measure_kl) add(kl_sum_, s.kl_sum), kl_terms_ += terms;
   acc_.terms += terms;
   acc_.chunks += int64_t(chunks.size());
@@ -185,15 +186,30 @@ StepStats Learner::step() {
     out.clip_frac = sums[8] / double(out.terms);
     out.kl = kl_terms > 0 ? sums[9] / kl_terms : 0.0;
   }
-  step_->begin();  // no term had an advantage: no update, the next step starts clean
   if (value_terms > 0) out.value_loss = value_step_->finish(options_.value_lr, double(value_terms_)).loss.item<double>();
+  reset_accumulation();  // no term had an advantage: no update, the next step starts clean
+  return out;
+}
+
+double Learner::pass_kl() {
+  drain(true);
+  auto sums = sum_over_ranks(ranks_.get(), {old_kl_sum_.defined() ? old_kl_sum_.item<double>() : 0.0, double(acc_.terms)}, device_);
+  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+}
+
+void Learner::discard() {
+  drain(true);
+  reset_accumulation();
+}
+
+void Learner::reset_accumulation() {
+  step_->begin();
   if (value_step_) value_step_->begin();
   value_terms_ = 0;
   acc_ = StepStats{};
-  clipped_ = kl_sum_ = at::Tensor();
+  clipped_ = kl_sum_ = old_kl_sum_ = at::Tensor();
   kl_terms_ = micro_batches_ = 0;  // each step measures its first micro-batch
   episodes_ = 0;
-  return out;
 }
 
 }  // namespace ember::rl

@@ -70,6 +70,13 @@ class Learner {
   // One optimizer step over what was accumulated since the last one (none when no term of any
   // rank had an advantage); returns its figures and starts the next accumulation. Collective.
   StepStats step();
+  // The KL from the sampling policy to the current weights over the terms accumulated since the
+  // last step() (k3 of the ratio, per term; 0 with none), the partial micro-batch run first.
+  // Collective. (--rl.target_kl)
+  double pass_kl();
+  // Drops what was accumulated since the last step() without an optimizer step. Collective in
+  // the sense that every rank must call it where the others do (it sums nothing).
+  void discard();
 
   train::Optimizer& optimizer() { return *state_.optimizer; }
   model::NamedTensors& params() { return state_.params; }
@@ -86,6 +93,8 @@ class Learner {
   void accumulate_ppo(const Group& group);
   // runs the queue's full micro-batches (all: and the partial one left)
   void drain(bool all);
+  // forgets the accumulation: the step's figures, gradients and counters
+  void reset_accumulation();
 
   std::shared_ptr<dist::Collectives> ranks_;
   model::Pi05Policy reference_;
@@ -102,7 +111,7 @@ class Learner {
   };
   std::vector<Pending> pending_;  // chunks with advantages, not in a micro-batch yet
   StepStats acc_;
-  at::Tensor clipped_, kl_sum_;
+  at::Tensor clipped_, kl_sum_, old_kl_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
 };

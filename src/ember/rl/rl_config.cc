@@ -1,5 +1,7 @@
 #include "ember/rl/rl_config.h"
 
+#include <cmath>
+
 #include "ember/core/error.h"
 
 namespace ember::rl {
@@ -40,6 +42,7 @@ void validate(const RlConfig& c) {
   require(c.micro_batch > 0, "rl.micro_batch", "must be > 0");
   require(c.kl_every > 0, "rl.kl_every", "must be > 0");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
+  require(c.target_kl >= 0 && std::isfinite(c.target_kl), "rl.target_kl", "must be a finite number >= 0");
   require(c.save_freq >= 0, "save_freq", "must be >= 0");
   require(c.eval_freq >= 0, "eval_freq", "must be >= 0");
   require(c.eval_trials >= 1, "eval.trials", "must be >= 1");
@@ -55,7 +58,7 @@ void validate(const RlConfig& c) {
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
-  X(render_layout) X(kl_every) X(epochs) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
+  X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
   X(camera_size) X(eval_freq) X(eval_trials) X(eval_n_envs)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {

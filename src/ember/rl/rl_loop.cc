@@ -314,13 +314,21 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
     // --rl.epochs: passes over the step's groups (async streamed the first), an optimizer step
     // each; the step's figures are the last pass's (its loss, KL and clip fraction), its passes
-    // all of them
+    // all of them. --rl.target_kl: a later pass that finds the weights already that far from the
+    // sampling policy is dropped without a step, and the step ends there (PPO's early stop)
     for (int64_t e = 0, passes = 0; e < c.epochs; ++e) {
       if (e > 0 || !async)
         for (const auto& g : batch) timed([&] { learner.accumulate(g); });
+      bool drop = false;
+      if (e > 0 && c.target_kl > 0) timed([&] { drop = learner.pass_kl() > c.target_kl; });
+      if (drop) {
+        timed([&] { learner.discard(); });
+        break;
+      }
       timed([&] { it.learner = learner.step(); });
       it.learner.micro_batches += passes;
       passes = it.learner.micro_batches;
+      ++it.epochs;
     }
     server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
     it.step = step + 1;
@@ -351,7 +359,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
             {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
              {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
-             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"env_steps", double(env_steps_total)},
+             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"epochs", double(it.epochs)}, {"env_steps", double(env_steps_total)},
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
     // SIGINT / SIGTERM on any rank (core/stop_signal.h): every rank makes this step its last,
     // evaluated and saved as the end of the run is

@@ -48,6 +48,7 @@ struct IterationStats {
   double wall_s = 0;
   double env_busy = 0, rollout_busy = 0, learner_busy = 0;  // fractions of wall_s
   double rollout_batch = 0;  // requests per rollout batch, the step's mean (--rl.max_batch at most)
+  int64_t epochs = 0;        // passes that ended in an optimizer step (--rl.epochs, less those --rl.target_kl dropped)
   int64_t env_steps = 0;
   double env_steps_per_s = 0, samples_per_s = 0;  // samples: chunks the learner used
 };
