@@ -9,7 +9,12 @@ d="$(mktemp -d)"
 trap 'pkill -P $$ sleep 2>/dev/null; rm -rf "$d"' EXIT
 "$ember" launch --nproc_per_node 1 -- sleep 20 2>"$d/err" &
 pid=$!
-sleep 1
+# signalled once its worker runs (the handler is installed first thing in main): not after a fixed
+# sleep, which a loaded machine (CI's ctest -j) can outlast before main has run
+for ((i = 0; i < 200; ++i)); do
+  pgrep -P "$pid" -x sleep >/dev/null && break
+  sleep 0.05
+done
 kill -SEGV "$pid"
 wait "$pid"
 status=$?
