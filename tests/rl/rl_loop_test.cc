@@ -268,14 +268,20 @@ TEST(RlLoop, StopSignalEndsTheRunAfterItsStepEvaluatedAndSaved) {
   EXPECT_EQ(after.iterations[0].step, 3);
 }
 
+// one exact step of two groups: the runs that compare how a step's passes learn
+RlConfig one_step_run(const std::string& out) {
+  auto c = exact_tiny_run(out);
+  c.groups_per_step = 2;
+  c.iterations = 1;
+  return c;
+}
+
 // --rl.epochs 2: the same step's groups learned from twice, an optimizer step each; the second
 // pass starts from the first's weights, so its KL to the start policy is no longer 0.
 TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_epochs");
-  auto c = exact_tiny_run(dir.path() + "/one");
-  c.groups_per_step = 2;
-  c.iterations = 1;
+  auto c = one_step_run(dir.path() + "/one");
   const auto one = run_rl(c);
   c.output_dir = dir.path() + "/two";
   c.epochs = 2;
@@ -298,9 +304,7 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
 TEST(RlLoop, TargetKlDropsThePassesThatMovedTooFar) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_target_kl");
-  auto c = exact_tiny_run(dir.path() + "/one");
-  c.groups_per_step = 2;
-  c.iterations = 1;
+  auto c = one_step_run(dir.path() + "/one");
   const auto one = run_rl(c);
   c.epochs = 3;
   c.target_kl = 1e-30;

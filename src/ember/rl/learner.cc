@@ -198,7 +198,7 @@ double Learner::pass_kl() {
 }
 
 void Learner::discard() {
-  drain(true);
+  pending_.clear();  // chunks not yet in a micro-batch: nothing to run for a pass that is dropped
   reset_accumulation();
 }
 

@@ -74,8 +74,8 @@ class Learner {
   // last step() (k3 of the ratio, per term; 0 with none), the partial micro-batch run first.
   // Collective. (--rl.target_kl)
   double pass_kl();
-  // Drops what was accumulated since the last step() without an optimizer step. Collective in
-  // the sense that every rank must call it where the others do (it sums nothing).
+  // Drops what was accumulated since the last step(), and the chunks still queued, without an
+  // optimizer step. Every rank calls it where the others do (it sums nothing).
   void discard();
 
   train::Optimizer& optimizer() { return *state_.optimizer; }
