@@ -67,6 +67,9 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.epochs", c->epochs,
                 "passes over each step's groups, each ending in an optimizer step; passes after the first learn "
                 "from ratios away from 1, which the clip bounds (PPO's epochs; default 1)");
+  r->add_option("--rl.train", c->train,
+                "all (default: the whole policy) | expert (the action expert only; the vision tower, embedding and "
+                "language model frozen)");
   r->add_option("--rl.target_kl", c->target_kl,
                 "> 0: a pass after the first whose KL from the sampling policy (per term) exceeds this is dropped "
                 "without an optimizer step, and the step's passes end (PPO's early stop; default 0: off)");

@@ -10,6 +10,7 @@
 #include "ember/core/stop_signal.h"
 #include "ember/eval/checkpoint_policy.h"
 #include "ember/eval/evaluate.h"
+#include "ember/model/pi05.h"
 #include "ember/model/weights.h"
 #include "ember/rl/rl_loop.h"
 #include "ember/train/checkpoint_dir.h"
@@ -332,6 +333,51 @@ TEST(RlLoop, TargetKlDropsThePassesThatMovedTooFar) {
     ASSERT_TRUE(wt.count(name)) << name;
     EXPECT_TRUE(at::equal(w, wt.at(name))) << name;
   }
+}
+
+// --rl.train expert: a step moves the action expert's weights and leaves the prefix's (vision
+// tower, embedding, language model) as they were; the checkpoint holds every weight, and a
+// resumed run goes on from it.
+TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_train_expert");
+  auto c = one_step_run(dir.path() + "/start");
+  const auto start = run_rl(c);  // a trained start, saved as a checkpoint
+  ASSERT_FALSE(start.last_checkpoint.empty());
+  c.preset.clear();
+  c.checkpoint = start.last_checkpoint;
+  c.train = "expert";
+  c.output_dir = dir.path() + "/expert";
+  c.iterations = 2;
+  const auto expert = run_rl(c);
+  ASSERT_EQ(expert.iterations.size(), 2u);
+  ASSERT_GT(expert.iterations[0].learner.micro_batches, 0) << "the step had no group to learn from";
+  auto before = model::load_tensors(start.last_checkpoint + "/model.safetensors");
+  auto after = model::load_tensors(expert.last_checkpoint + "/model.safetensors");
+  ASSERT_EQ(before.size(), after.size());
+  int prefix = 0, moved = 0;
+  for (const auto& [name, w] : before) {
+    ASSERT_TRUE(after.count(name)) << name;
+    if (model::is_prefix_parameter(name)) {
+      ++prefix;
+      EXPECT_TRUE(at::equal(w, after.at(name))) << name << " is in the prefix but moved";
+    } else {
+      moved += !at::equal(w, after.at(name));
+    }
+  }
+  EXPECT_GT(prefix, 0);
+  EXPECT_GT(moved, 0) << "no weight of the action expert moved";
+  // the optimizer holds the expert's parameters only; a resumed run loads the whole policy
+  auto opt = model::load_tensors(expert.last_checkpoint + "/optimizer.safetensors");
+  for (const auto& [name, t] : opt) EXPECT_EQ(name.find("vision."), std::string::npos) << name;
+  c.resume = true;
+  c.iterations = 3;
+  const auto resumed = run_rl(c);
+  ASSERT_EQ(resumed.iterations.size(), 1u);
+  EXPECT_EQ(resumed.iterations[0].step, 3);
+  auto last = model::load_tensors(resumed.last_checkpoint + "/model.safetensors");
+  for (const auto& [name, w] : before)
+    if (model::is_prefix_parameter(name)) EXPECT_TRUE(at::equal(w, last.at(name))) << name;
 }
 
 TEST(RlLoop, SyncResumeContinuesTheRun) {

@@ -495,6 +495,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.render_layout = "gpu";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.render_layout"), std::string::npos);
   c.render_layout = "auto";
+  c.train = "vision";
+  EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.train"), std::string::npos);
+  c.train = "expert";
   c.epochs = 0;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.epochs"), std::string::npos);
   c.epochs = 2;

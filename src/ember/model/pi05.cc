@@ -217,4 +217,10 @@ void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) {
   }
 }
 
+bool is_prefix_parameter(const std::string& name) {
+  for (const char* p : {"vision.", "projector.", "lm."})
+    if (name.rfind(p, 0) == 0) return true;
+  return name == "embedding";
+}
+
 }  // namespace ember::model

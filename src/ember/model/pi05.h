@@ -125,6 +125,12 @@ TORCH_MODULE(Pi05Policy);
 // to_bfloat16_for_selected_params).
 bool keeps_fp32(const std::string& name);
 
+// Whether parameter `name` computes the prefix (the vision tower, projector, token embedding and
+// language-model layers, whose keys and values the action expert reads), not the action expert
+// (its layers, final norm, action and time projections). `ember rl --rl.train expert` freezes
+// these.
+bool is_prefix_parameter(const std::string& name);
+
 // The policy's linear layers on the FP8 path, by name ("lm.0.q", ...).
 std::vector<std::string> fp8_layer_names(Pi05Policy& policy);
 

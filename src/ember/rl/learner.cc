@@ -12,12 +12,16 @@ namespace ember::rl {
 
 namespace {
 
-// name: prefix + the module's parameter names
+// name: prefix + the module's parameter names; params: all of them, the optimizer's: those that
+// require gradients
 train::PolicyState trained_state(const torch::nn::Module& module, const std::string& prefix, train::AdamWOptions adamw) {
   train::PolicyState s;
-  for (const auto& p : module.named_parameters()) s.params.emplace_back(prefix + p.key(), p.value());
-  for (const auto& [n, p] : s.params) s.param_list.push_back(p);
-  s.optimizer = std::make_unique<train::AdamW>(s.params, adamw);
+  model::NamedTensors trained;
+  for (const auto& p : module.named_parameters()) {
+    s.params.emplace_back(prefix + p.key(), p.value());
+    if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value()), s.param_list.push_back(p.value());
+  }
+  s.optimizer = std::make_unique<train::AdamW>(trained, adamw);
   return s;
 }
 
@@ -39,6 +43,9 @@ Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Devi
   // bf16 autocast on CUDA, as the rollout samples
   const bool autocast = device_.is_cuda();
   policy->train();
+  if (!options_.train_prefix)
+    for (const auto& p : policy->named_parameters())
+      if (model::is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
   state_ = trained_state(*policy, "", train::AdamWOptions{0.9, 0.95, 1e-8, 0.0});
   state_.shape = policy->shape;
   state_.module = policy.ptr();

@@ -36,6 +36,7 @@ struct LearnerOptions {
   double grad_clip_norm = 1.0;
   int micro_batch = 16;
   int kl_every = 1;  // the reference's KL on every N-th micro-batch (a measurement only)
+  bool train_prefix = true;  // false: the prefix's parameters frozen (model::is_prefix_parameter)
 };
 
 struct StepStats {
@@ -79,6 +80,7 @@ class Learner {
   void discard();
 
   train::Optimizer& optimizer() { return *state_.optimizer; }
+  // every parameter of the policy, the frozen ones too (checkpoints; the optimizer's are the trained)
   model::NamedTensors& params() { return state_.params; }
   model::Pi05Policy policy() { return state_.policy; }
   ValueHead value() { return value_; }

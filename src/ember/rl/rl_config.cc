@@ -43,6 +43,7 @@ void validate(const RlConfig& c) {
   require(c.kl_every > 0, "rl.kl_every", "must be > 0");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
   require(c.target_kl >= 0 && std::isfinite(c.target_kl), "rl.target_kl", "must be a finite number >= 0");
+  require(c.train == "all" || c.train == "expert", "rl.train", "expected all or expert, got '" + c.train + "'");
   require(c.save_freq >= 0, "save_freq", "must be >= 0");
   require(c.eval_freq >= 0, "eval_freq", "must be >= 0");
   require(c.eval_trials >= 1, "eval.trials", "must be >= 1");
@@ -59,7 +60,7 @@ void validate(const RlConfig& c) {
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
   X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
-  X(camera_size) X(eval_freq) X(eval_trials) X(eval_n_envs)
+  X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

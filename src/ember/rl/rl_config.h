@@ -49,6 +49,9 @@ struct RlConfig {
   int64_t epochs = 1;             // passes over each step's groups, an optimizer step each (PPO's epochs)
   double target_kl = 0;           // > 0: a later pass whose KL from the sampling policy passes this is
                                   // dropped, and the step's passes end there (0: every pass steps)
+  // what the learner trains: "all" the policy, or the action "expert" only (the prefix's vision
+  // tower, embedding and language model frozen: model::is_prefix_parameter)
+  std::string train = "all";
   int64_t save_freq = 0;          // 0: only at the end
   // --eval_freq N: the learner's policy in closed loop on the suite's evaluation states (as
   // `ember eval`) at the start, every N steps and at the end; eval.jsonl (0: never)

@@ -225,6 +225,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.grad_clip_norm = c.grad_clip_norm;
   lo.micro_batch = int(c.micro_batch);
   lo.kl_every = int(c.kl_every);
+  lo.train_prefix = c.train == "all";
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
