@@ -31,11 +31,12 @@
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
 #   RL_ENVS=8 RL_LR=2e-5 RL_MODE=sync RL_NOISE=0.2 RL_MICRO=128 RL_KL_EVERY=4 RL_EPOCHS=4
 #   RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10 RL_TARGET_KL=0 (off; > 0: PPO's early stop of the epochs)
-#   RL_TRAIN=all (expert: the action expert only, the prefix frozen)
+#   RL_TRAIN=expert (the action expert only, the prefix frozen; all: the whole policy)
 #   (RL_LR: 1e-4 made `small` worse, 77 -> 47 % in 50 steps, though it lifted tiny on `easy` on
 #   the CPU; RL_EPOCHS=4 at lr 2e-5 learned as fast as lr 1e-4 with one pass did, on the CPU
 #   (rl_epochs_cpu_2026-12-02.md), but on ember10 also made `small` worse, 83.4 -> 71.6 % in 30
-#   steps; RL_MODE: sync ran 1.3-1.6x the env steps/s of async at these flags, the two halves
+#   steps (the whole policy; RL_TRAIN=expert: 80.8 % after 54 steps, and a 1.21x faster sync
+#   step: sim_rl_ember10_h200_2026-12-02e.md); RL_MODE: sync ran 1.3-1.6x the env steps/s of async at these flags, the two halves
 #   sharing one GPU; RL_MICRO and RL_KL_EVERY make the learner's step cheaper:
 #   bench/results/sim_rl_ember10_h200_2026-12-02c.md, ..._2026-12-02d.md)
 #   RL_EXTRA (more `ember rl` flags)
@@ -107,7 +108,7 @@ rl() {
     --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-sync}" --rl.algo grpo \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
-    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-4}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-all}" --rl.replan_steps "${REPLAN:-5}" \
+    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-4}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-expert}" --rl.replan_steps "${REPLAN:-5}" \
     --rl.lr "${RL_LR:-2e-5}" --rl.noise_std "${RL_NOISE:-0.2}" --eval_freq "${RL_EVAL_FREQ:-10}" \
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30
