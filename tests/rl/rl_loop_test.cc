@@ -372,6 +372,9 @@ TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   for (const auto& [name, t] : opt) EXPECT_EQ(name.find("vision."), std::string::npos) << name;
   c.resume = true;
   c.iterations = 3;
+  c.train = "all";  // not what the run trained: its optimizer state is the expert's
+  EXPECT_NE(test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument).find("--rl.train"), std::string::npos);
+  c.train = "expert";
   const auto resumed = run_rl(c);
   ASSERT_EQ(resumed.iterations.size(), 1u);
   EXPECT_EQ(resumed.iterations[0].step, 3);

@@ -57,7 +57,8 @@ std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double>
 
 class Learner {
  public:
-  // policy: trained in place (set to train mode); reference: the starting weights (frozen);
+  // policy: trained in place (set to train mode; options.train_prefix false: its prefix's
+  // parameters set not to require gradients); reference: the starting weights (frozen);
   // value: PPO's value head, trained in place (required with options.ppo). ranks: the
   // data-parallel job's collectives (null: one process); the weights must already agree.
   Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options,

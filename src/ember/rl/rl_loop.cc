@@ -44,6 +44,12 @@ std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
   if (c.resume) {
     auto latest = train::find_latest_checkpoint(c.output_dir);
     if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
+    // the optimizer's state is the trained parameters': a run resumes training what it trained
+    const auto file = (latest->dir / "rl_config.json").string();
+    const std::string trained = rl_config_from_json(read_json_file(file), file).train;  // "all" where it predates the flag
+    if (trained != c.train)
+      throw Error(ErrorKind::kInvalidArgument, "--rl.train=" + c.train + ": the run being resumed trained '" + trained + "' (" + file +
+                                                   "); resume it with --rl.train=" + trained);
     return latest;
   }
   if (!train::list_checkpoints(c.output_dir).empty())
