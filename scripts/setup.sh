@@ -10,6 +10,7 @@
 #   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
 #   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
 #   EMBER_BUILD_TARGET  build only this target (scripts/demo.sh builds only `ember`)
+#   EMBER_WITH_LEROBOT=1  also install the LeRobot venv (scripts/test.sh sets it; the demo needs none)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -86,21 +87,23 @@ else
   # not. Where none is found, or the install fails, the test prints "skipped: <reason>".
   lreq="$root/scripts/requirements-lerobot.txt"
   py312=""
-  for p in python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
-      py312="$(command -v "$p")"
-      break
-    fi
-  done
-  if [[ -z "$py312" ]]; then
-    say "no Python >= 3.12 found: the LeRobot parity checks will be skipped (they say so)"
-  elif ! cmp -s "$lreq" "$lvenv/.ember-requirements"; then
-    say "installing LeRobot into $lvenv (Python $("$py312" -c 'import platform; print(platform.python_version())'); a few GB once)"
-    if [[ -x "$lvenv/bin/python" ]] || "$py312" -m venv "$lvenv"; then
-      if "$lvenv/bin/python" -m pip install -q --disable-pip-version-check -r "$lreq" >&2; then
-        cp "$lreq" "$lvenv/.ember-requirements"
-      else
-        say "LeRobot did not install: the LeRobot parity checks will be skipped (they say so)"
+  if [[ "${EMBER_WITH_LEROBOT:-0}" == 1 ]]; then
+    for p in python3.13 python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+      if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+        py312="$(command -v "$p")"
+        break
+      fi
+    done
+    if [[ -z "$py312" ]]; then
+      say "no Python >= 3.12 found: the LeRobot parity checks will be skipped (they say so)"
+    elif ! cmp -s "$lreq" "$lvenv/.ember-requirements"; then
+      say "installing LeRobot into $lvenv (Python $("$py312" -c 'import platform; print(platform.python_version())'); a few GB once)"
+      if [[ -x "$lvenv/bin/python" ]] || "$py312" -m venv "$lvenv"; then
+        if "$lvenv/bin/python" -m pip install -q --disable-pip-version-check -r "$lreq" >&2; then
+          cp "$lreq" "$lvenv/.ember-requirements"
+        else
+          say "LeRobot did not install: the LeRobot parity checks will be skipped (they say so)"
+        fi
       fi
     fi
   fi

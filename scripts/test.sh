@@ -3,7 +3,7 @@
 # Extra arguments go to ctest, e.g. `scripts/test.sh -R parquet`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$root/scripts/setup.sh"
+EMBER_WITH_LEROBOT=1 "$root/scripts/setup.sh"
 cd "${EMBER_BUILD_DIR:-$root/build}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

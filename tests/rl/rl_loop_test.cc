@@ -379,8 +379,9 @@ TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   ASSERT_EQ(resumed.iterations.size(), 1u);
   EXPECT_EQ(resumed.iterations[0].step, 3);
   auto last = model::load_tensors(resumed.last_checkpoint + "/model.safetensors");
-  for (const auto& [name, w] : before)
+  for (const auto& [name, w] : before) {
     if (model::is_prefix_parameter(name)) EXPECT_TRUE(at::equal(w, last.at(name))) << name;
+  }
 }
 
 TEST(RlLoop, SyncResumeContinuesTheRun) {
