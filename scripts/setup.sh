@@ -37,6 +37,7 @@ packages=(
   libcurl4-openssl-dev  # remote shards (http://, https://, s3://)
   nginx-light  # the remote-shard tests serve shards from a real nginx on loopback
   libssl-dev  # data_s3_test recomputes SigV4 signatures with OpenSSL's HMAC-SHA256
+  clang libc++-dev libc++abi-dev  # tests/tools/portability_check.py: a second compiler and standard library
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
   missing=()

@@ -405,8 +405,9 @@ TEST(ParquetBadInput, CorruptCompressedPageIsCorruption) {
 }
 
 TEST(ParquetBadInput, UnsupportedCodecIsUnsupportedNamingCodecAndColumn) {
-  for (auto [codec, name] : {std::pair{Codec::kLz4, "LZ4"}, std::pair{Codec::kBrotli, "BROTLI"},
-                             std::pair{Codec::kLzo, "LZO"}, std::pair{Codec::kLz4Raw, "LZ4_RAW"}}) {
+  for (auto [c, name] : {std::pair{Codec::kLz4, "LZ4"}, std::pair{Codec::kBrotli, "BROTLI"},
+                         std::pair{Codec::kLzo, "LZO"}, std::pair{Codec::kLz4Raw, "LZ4_RAW"}}) {
+    const Codec codec = c;  // a structured binding in a capture list is C++20 that clang 14 lacks
     Bytes f = int32_file([codec](FileMetaData& m) { m.row_groups[0].columns[0].meta_data.codec = codec; });
     expect_error(f, ErrorKind::kUnsupported, {"column 'x'", std::string("compression codec ") + name});
   }
