@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
@@ -44,13 +46,24 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// How to run one of the demo's steps alone: "ember ARGS..." on one line.
+void print_command(const std::vector<std::string>& args) {
+  std::string line = "      reproduce: ember";
+  for (const auto& a : args) line += " " + a;
+  std::printf("%s\n", line.c_str());
+}
+
 train::TrainResult train_tiny(const std::string& data, const std::string& out, const DemoOptions& o, const std::string& horizon) {
-  auto config = train::parse_train_flags({"--dataset.root=" + data, "--output_dir=" + out, "--device=" + o.device,
-                                          "--policy.preset=tiny", "--policy.horizon=" + horizon, "--dataset.image_size=32",
-                                          "--steps=" + std::to_string(o.steps), "--batch_size=32", "--optimizer.lr=3e-3",
-                                          "--optimizer.weight_decay=0", "--scheduler.warmup_steps=50", "--log_freq=100",
-                                          "--save_freq=" + std::to_string(o.steps), "--num_workers=2", "--seed=0"});
-  return train::train(config);
+  const std::vector<std::string> flags{"--dataset.root=" + data, "--output_dir=" + out, "--device=" + o.device,
+                                       "--policy.preset=tiny", "--policy.horizon=" + horizon, "--dataset.image_size=32",
+                                       "--steps=" + std::to_string(o.steps), "--batch_size=32", "--optimizer.lr=3e-3",
+                                       "--optimizer.weight_decay=0", "--scheduler.warmup_steps=50", "--log_freq=100",
+                                       "--save_freq=" + std::to_string(o.steps), "--num_workers=2", "--seed=0"};
+  std::vector<std::string> command{"train"};
+  command.insert(command.end(), flags.begin(), flags.end());
+  print_command(command);
+  std::fflush(stdout);
+  return train::train(train::parse_train_flags(flags));
 }
 
 int run_demo(const DemoOptions& o) {
@@ -70,6 +83,9 @@ int run_demo(const DemoOptions& o) {
   c.image_size = 64;
   c.n_envs = 2;
   c.renderer = sim::default_renderer();
+  print_command({"sim", "collect", "--suite", c.suite, "--episodes_per_task", std::to_string(o.episodes), "--output_dir", c.output_dir,
+                 "--image_size", std::to_string(c.image_size), "--n_envs", std::to_string(c.n_envs)});
+  std::fflush(stdout);
   auto collected = sim::collect(c);
   std::printf("      %lld episodes, %lld frames (%.0f s)\n\n", (long long)collected.episodes, (long long)collected.frames, collected.seconds);
 
@@ -87,6 +103,7 @@ int run_demo(const DemoOptions& o) {
   predict.root = c.output_dir;
   predict.device = o.device;
   predict.index = 10;
+  print_command({"predict", "--checkpoint", predict.checkpoint, "--dataset.root", predict.root, "--index", "10", "--device", o.device});
   print_prediction(predict);
 
   std::printf("\n[4/4] evaluating the policy closed loop: %d trials\n", o.trials);
@@ -100,6 +117,10 @@ int run_demo(const DemoOptions& o) {
   e.image_size = 64;
   e.renderer = c.renderer;
   e.output_dir = out + "/eval";
+  print_command({"eval", "--checkpoint", trained.last_checkpoint, "--suite", e.suite, "--trials", std::to_string(e.trials), "--n_envs",
+                 std::to_string(e.n_envs), "--replan_steps", std::to_string(e.replan_steps), "--image_size",
+                 std::to_string(e.image_size), "--device", o.device, "--output_dir", out + "/eval-again"});
+  std::fflush(stdout);
   auto result = eval::evaluate(e, policy);
   std::printf("\nember demo: done in %.0f s. Success %.0f%%. Dataset %s, checkpoint %s, eval.json and videos in %s\n",
               seconds_since(start), 100 * result.average_success, c.output_dir.c_str(), trained.last_checkpoint.c_str(),

@@ -10,6 +10,7 @@
 #include "ember/core/output_dir.h"
 #include "ember/core/file.h"
 #include "ember/io/png.h"
+#include "ember/eval/rollout_frames.h"
 #include "ember/io/video/video_decoder.h"
 #include "ember/io/video/video_encoder.h"
 #include "ember/sim/rollout.h"
@@ -36,7 +37,8 @@ std::vector<uint8_t> side_by_side(const Observation& o) {
   return out;
 }
 
-// Writes frames ([n, 2n, 3] each) as an MP4, or a PNG strip without FFmpeg. Returns the file
+// Writes frames ([n, 2n, 3] each) as an MP4 (rollout_frames.h: scaled up, cameras labelled), or a
+// PNG strip without FFmpeg. Returns the file
 // name written (relative to dir).
 std::string write_rollout_video(const std::string& dir, const std::string& stem,
                                 const std::vector<std::vector<uint8_t>>& frames, int n) {
@@ -47,10 +49,15 @@ std::string write_rollout_video(const std::string& dir, const std::string& stem,
     o.fallback_codec = "libsvtav1";
     o.gop = 20;
     o.crf = 23;
-    o.fps_num = int(kControlHz), o.fps_den = 1;
-    o.width = 2 * n, o.height = n;
+    // at half speed, the last frame held a second: an episode of the easy task is under a second
+    o.fps_num = int(kControlHz), o.fps_den = 2;
+    const FrameSize size = presented_size(n);
+    o.width = size.width, o.height = size.height;
+    std::vector<std::vector<uint8_t>> shown;
+    for (const auto& f : frames) shown.push_back(present_frame(f, n));
     std::vector<const uint8_t*> ptrs;
-    for (const auto& f : frames) ptrs.push_back(f.data());
+    for (const auto& f : shown) ptrs.push_back(f.data());
+    for (int k = 0; k < int(kControlHz) / 2 && !shown.empty(); ++k) ptrs.push_back(shown.back().data());
     std::string name = "videos/" + stem + ".mp4";
     io::encode_video((fs::path(dir) / name).string(), ptrs, o);
     return name;
