@@ -27,6 +27,8 @@
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/model/pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/model/tokenizer.h"
 #include "ember/train/checkpointer.h"
 
@@ -109,7 +111,7 @@ Scratch make_scratch() {
   topt.vocab_size = 48;
   topt.byte_fallback = false;
   bundle.tokenizer = std::make_unique<model::Tokenizer>(model::train_tokenizer(texts, topt));
-  bundle.policy = run.policy;
+  bundle.arch = model::pi05_arch(micro_shape());
   bundle.module = run.policy.ptr();
 
   train::Checkpointer checkpointer(run.config, s.output_dir, at::Device(at::kCPU), 1, true);

@@ -37,7 +37,7 @@ std::vector<std::string> run_loader_bench(const LoaderBenchOptions& o) {
   TrainData source = open_train_data(config);
   const data::Metadata& meta = source.meta;
   auto tokenizer = make_tokenizer(config, meta, std::nullopt);
-  auto shape = make_shape(config, tokenizer.vocab_size());
+  auto shape = make_arch(config, tokenizer.vocab_size())->base();
   model::SampleBuilder builder(model::feature_spec(meta, shape), shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
   source.configure(dopt);

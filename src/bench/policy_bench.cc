@@ -20,8 +20,7 @@
 #include "ember/model/device.h"
 #include "ember/model/flops.h"
 #include "ember/model/fp8_linear.h"
-#include "ember/model/groot.h"
-#include "ember/model/pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/train/schedule.h"
 #include "ember/train/train_step.h"
 #include "ember/train/peak_flops.h"
@@ -74,53 +73,43 @@ void sync(const at::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
 }
 
-// Seconds of the frozen backbone's forward alone (inference mode, bf16 autocast as in the step)
-// over the batches from `first` on.
-double frozen_backbone_seconds(PolicyState& state, const std::vector<TrainBatch>& hosts, int first, const at::Device& device,
-                               bool bf16) {
-  auto* policy = dynamic_cast<model::GrootPolicyImpl*>(state.module.get());
-  if (!policy) return 0;
-  c10::InferenceMode inference;
+// Seconds of the frozen part's forward alone (groot's backbone: inference mode, bf16 autocast
+// as in the step) over the batches from `first` on; 0 when the policy freezes nothing.
+double frozen_forward_seconds(PolicyState& state, const std::vector<TrainBatch>& hosts, int first, const at::Device& device,
+                              bool bf16) {
   Bf16Autocast autocast(bf16, device.type());
   sync(device);
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = size_t(first); i < hosts.size(); ++i)
-    for (const auto& micro : hosts[i].micro) {
-      auto in = micro.to(device);
-      policy->backbone->forward(in, model::make_groot_layout(in, policy->shape));
-    }
+    for (const auto& micro : hosts[i].micro)
+      if (!state.module->frozen_forward(micro.to(device))) return 0;
   sync(device);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// groot's shapes for the stream: embodiment k has the stream's state width and action width
-// min_action + k
-model::GrootShape groot_bench_shape(const std::string& preset, const StreamSpec& s) {
-  auto g = model::groot_preset_shape(preset);
-  g.embodiments.clear();
-  for (int a = s.min_action; a <= s.max_action; ++a) g.embodiments.push_back({s.state_dim, a});
-  model::validate(g);
-  return g;
+// The preset's architecture for the stream's synthetic samples (at the preset's own sizes).
+std::shared_ptr<const model::PolicyArch> bench_arch(const model::PolicyType& type, const std::string& preset, const StreamSpec& s) {
+  model::check_preset(type, preset, "--preset");
+  model::ShapeOptions o;  // the preset's own sizes
+  o.preset = preset;
+  auto arch = type.from_preset(o);
+  if (auto widths = arch->for_action_widths(s.state_dim, s.min_action, s.max_action)) arch = widths;
+  return arch;
 }
 
 }  // namespace
 
 std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
-  if (o.policy_type != "pi05" && o.policy_type != "groot")
-    throw Error(ErrorKind::kInvalidArgument, "--policy.type: expected pi05 or groot, got '" + o.policy_type + "'");
-  const bool is_groot = o.policy_type == "groot";
+  const auto& type = model::policy_type(o.policy_type);
   auto spec = stream_spec(o.stream);
-  std::optional<model::GrootShape> groot;
-  if (is_groot) groot = groot_bench_shape(o.preset, spec);
-  auto shape = is_groot ? groot->base : model::preset_shape(o.preset);
+  const auto arch = bench_arch(type, o.preset, spec);
+  const auto shape = arch->base();
   if (o.batch_sizes.empty()) throw Error(ErrorKind::kInvalidArgument, "--batch_size: name at least one");
   for (const int64_t b : o.batch_sizes)
     if (b < 1) throw Error(ErrorKind::kInvalidArgument, "--batch_size must be at least 1");
   if (o.accumulation < 1 || o.accumulation > 1024)
     throw Error(ErrorKind::kInvalidArgument, "--gradient_accumulation_steps: expected 1 to 1024 micro-batches, got " +
                                                  std::to_string(o.accumulation));
-  if (o.gradient_checkpointing && is_groot)
-    throw Error(ErrorKind::kInvalidArgument, "--gradient_checkpointing: pi05 only (not groot)");
   if (o.steps < 1 || o.warmup < 0) throw Error(ErrorKind::kInvalidArgument, "--steps must be at least 1 and --warmup at least 0");
   if (!o.profile.empty()) {
     std::error_code ec;
@@ -136,11 +125,11 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
   for (const auto& k : o.fp8_kernels)
     if (k != "vector" && k != "staged")
       throw Error(ErrorKind::kInvalidArgument, "--fp8_kernels: expected vector or staged, got '" + k + "'");
-  if (is_groot && o.param_dtype != "fp32")
-    throw Error(ErrorKind::kInvalidArgument, "--param_dtype: groot trains fp32 parameters (bf16 compute under autocast)");
   if (o.param_dtype != "fp32" && o.param_dtype != "bf16")
     throw Error(ErrorKind::kInvalidArgument, "--param_dtype: expected fp32 or bf16, got '" + o.param_dtype + "'");
   const bool bf16_params = o.param_dtype == "bf16";
+  if (type.check_options)
+    type.check_options({.fp8 = o.fp8, .gradient_checkpointing = o.gradient_checkpointing, .tune_backbone = o.tune_backbone, .bf16_params = bf16_params});
   if (o.prefix_multiple < 0 || o.prefix_multiple > 4096)
     throw Error(ErrorKind::kInvalidArgument,
                 "--prefix_multiple: expected 0 to 4096 tokens, got " + std::to_string(o.prefix_multiple));
@@ -188,7 +177,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
     config.policy.attention = model::attention_backend_name(backend);
     config.policy.fp8 = run.fp8;
     config.policy.gradient_checkpointing = o.gradient_checkpointing;
-    PolicyState state = build_policy_state(config, shape, device, nullptr, groot ? &*groot : nullptr);
+    PolicyState state = build_policy_state(config, arch, device, nullptr);
     TrainStep step(state, device, config.optimizer.grad_clip_norm, bf16 || bf16_params, nullptr, 0);
     // each batch size in turn on the same policy (one build per run)
     for (size_t bi = 0; bi < o.batch_sizes.size(); ++bi) {
@@ -256,7 +245,8 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
           if (!o.profile.empty()) {
             const std::string fp8 = !run.fp8 ? "" : run.fp8_kernel == "vector" ? "_fp8" : "_fp8_" + run.fp8_kernel;
             const std::string batch = o.batch_sizes.size() > 1 ? "_b" + std::to_string(batch_size) : "";
-            trace = (std::filesystem::path(o.profile) / ((is_groot ? "groot_" : "") + o.preset + "_" + o.stream + "_" +
+            const bool first_type = o.policy_type == model::policy_types().front().name;  // its traces keep their old names
+            trace = (std::filesystem::path(o.profile) / ((first_type ? "" : o.policy_type + "_") + o.preset + "_" + o.stream + "_" +
                                                         model::attention_backend_name(backend) + fp8 + batch + ".json"))
                         .string();
             if (!o.profile_after) start_profiler(device.is_cuda(), o.profile_shapes);
@@ -270,10 +260,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
           samples += host.samples;
           real_flops += state.module->step_flops(host, /*real=*/true);
           auto layout = model::layout_work(host, shape);
-          auto flops_of = [&](const model::StepWork& w) {
-            return groot ? model::groot_train_flops(*groot, w.images, w.prefix_lens, w.filler_tokens, o.tune_backbone)
-                         : model::train_flops(w, shape);
-          };
+          auto flops_of = [&](const model::StepWork& w) { return state.module->work_flops(w); };
           const double with_filler = flops_of(layout);
           layout.filler_tokens = 0;
           layout_flops += with_filler;
@@ -296,7 +283,7 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       if (!trace.empty()) stop_profiler(trace);
       // groot with a frozen backbone: what a cache of its features could save at most, the time of
       // its forward alone on the timed batches
-      const double backbone_s = groot && !o.tune_backbone ? frozen_backbone_seconds(state, hosts, o.warmup, device, bf16) : 0;
+      const double backbone_s = frozen_forward_seconds(state, hosts, o.warmup, device, bf16);
       nlohmann::ordered_json j;
       j["bench"] = "policy";
       j["policy"] = o.policy_type;
@@ -308,19 +295,18 @@ std::vector<std::string> run_policy_bench(const PolicyBenchOptions& o) {
       j["param_dtype"] = o.param_dtype;
       j["fp8"] = run.fp8;
       if (run.fp8) {
-        j["fp8_layers"] = model::fp8_layer_names(state.policy).size();
+        j["fp8_layers"] = state.module->fp8_layer_names().size();
         j["fp8_kernel"] = run.fp8_kernel;
       }
       j["batch_size"] = batch_size;
       j["gradient_accumulation_steps"] = o.accumulation;
       j["gradient_checkpointing"] = o.gradient_checkpointing;
       j["steps"] = o.steps;
-      if (groot) {
-        const auto count = model::parameter_count(*groot);
-        j["parameters"] = count.total();
-        j["trained_parameters"] = o.tune_backbone ? count.total() : count.head;
-      } else {
-        j["parameters"] = model::parameter_count(shape);
+      {
+        int64_t total = 0, trained = 0;
+        for (const auto& p : state.module->parameters()) total += p.numel(), trained += p.requires_grad() ? p.numel() : 0;
+        j["parameters"] = total;
+        if (trained != total) j["trained_parameters"] = trained;
       }
       j["samples_per_s"] = samples / timed_s;
       j["tokens_per_s"] = real_tokens / timed_s;

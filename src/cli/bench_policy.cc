@@ -3,6 +3,7 @@
 // of threads (src/bench/loader_bench.h); `ember bench jpeg`: JPEG against PNG, and
 // `ember bench jpeg_decode`: libjpeg-turbo against nvJPEG (src/bench/jpeg_bench.h);
 // `ember bench fp8_linear`: each linear layer in bf16 and FP8 (src/bench/fp8_bench.h).
+#include "ember/model/policy_type.h"
 #include "cli/commands.h"
 #include "ember/core/error.h"
 #include "bench/fp8_bench.h"
@@ -17,8 +18,16 @@ void add_bench_policy_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<bench::PolicyBenchOptions>();
   auto attention = std::make_shared<std::string>("both");
   CLI::App* cmd = bench->add_subcommand("policy", "training speed of the policy, varlen vs padded attention");
-  cmd->add_option("--policy.type", o->policy_type, "pi05 | groot");
-  cmd->add_option("--preset", o->preset, "tiny | small | pi05 (pi05) | n15 (groot)");
+  cmd->add_option("--policy.type", o->policy_type, model::policy_type_names());
+  cmd->add_option("--preset", o->preset, [] {
+    std::string s;
+    for (const auto& t : model::policy_types()) {
+      std::string presets;
+      for (const auto& p : t.presets) presets += (presets.empty() ? "" : " | ") + p;
+      s += (s.empty() ? "" : "; ") + t.name + ": " + presets;
+    }
+    return s;
+  }());
   cmd->add_flag("--policy.tune_backbone", o->tune_backbone, "groot: train the backbone too (default frozen)");
   cmd->add_option("--attention", *attention, "varlen | padded | both (side by side, with the ratio)");
   cmd->add_option("--stream", o->stream, "libero | community");

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/model/policy_type.h"
 
 #ifdef EMBER_HAVE_SIM
 #include "cli/rank.h"
@@ -21,7 +22,8 @@ void add_rl_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<rl::RlConfig>();
   CLI::App* r = app.add_subcommand("rl", "reinforcement learning (GRPO or PPO, flow-noise) of a policy in the simulator, sync or async");
   r->add_option("--checkpoint", c->checkpoint, "starting policy: an `ember train` checkpoint or output directory");
-  r->add_option("--policy.preset", c->preset, "or a fresh policy of this preset (tiny | small | pi05)");
+  r->add_option("--policy.preset", c->preset, "or a fresh policy of this preset (tiny | small | ...: the type's presets)");
+  r->add_option("--policy.type", c->policy_type, "fresh policy: its type (" + model::policy_type_names() + "; default pi05)");
   r->add_option("--policy.horizon", c->horizon, "fresh policy: chunk length (default 10)");
   r->add_option("--policy.num_steps", c->num_steps, "fresh policy: denoising steps (default 5)");
   r->add_option("--policy.image_size", c->image_size, "fresh policy: camera size (default 32)");

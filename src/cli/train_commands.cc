@@ -10,7 +10,7 @@
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/output_dir.h"
-#include "ember/model/lerobot_pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
 #include "ember/model/device.h"
 #include "ember/dist/env.h"
@@ -119,11 +119,11 @@ int run_export(const std::string& checkpoint, const std::string& to, const std::
   if (to != "lerobot") fail(ErrorKind::kInvalidArgument, "--to: expected lerobot, got '" + to + "'");
   if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to lerobot OUT)");
   check_output_dir(out, "OUT");
-  const bool foreign = model::foreign_policy_kind(checkpoint) != model::ForeignPolicy::kNone;
+  const bool foreign = model::foreign_policy_type(checkpoint) != nullptr;
   auto bundle = foreign ? train::import_lerobot_bundle(checkpoint, std::nullopt, /*need_tokenizer=*/false)
                         : train::load_policy(checkpoint, at::kCPU);
-  train::export_lerobot(bundle, out);
-  std::printf("wrote %s: a LeRobot pi05 policy (config.json, model.safetensors, processor files)\n", out.c_str());
+  train::export_policy(bundle, to, out);
+  std::printf("wrote %s: a LeRobot %s policy (config.json, model.safetensors, processor files)\n", out.c_str(), bundle.arch->type().c_str());
   return 0;
 }
 
@@ -132,11 +132,8 @@ int run_export(const std::string& checkpoint, const std::string& to, const std::
 void add_train_commands(CLI::App& app, Action& action) {
   CLI::App* train = app.add_subcommand("train", "train a policy on a LeRobot dataset (lerobot-train style flags)");
   train->allow_extras();
-  train->footer("Flags (--name=value or --name value):\n  " + [] {
-    std::string s;
-    for (const auto& n : train::train_flag_names()) s += "--" + n + " ";
-    return s;
-  }() + "\n  --config_path=FILE.json loads a saved train_config.json first.");
+  train->footer("Flags (--name=value or --name value):\n" + train::train_flags_help() +
+                "  --config_path=FILE.json loads a saved train_config.json first.");
   train->callback([train, &action] {
     auto args = train->remaining();
     action = [args] { return run_train(args); };
@@ -146,7 +143,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   pa->device = "auto";
   CLI::App* predict = app.add_subcommand("predict", "predict one action chunk with a checkpoint, next to the recorded one");
   predict->add_option("--checkpoint", pa->checkpoint,
-                      "checkpoint directory, a training output directory (its latest), or a LeRobot pi05 policy directory")->required();
+                      "checkpoint directory, a training output directory (its latest), or a LeRobot / openpi policy directory")->required();
   predict->add_option("--dataset.root", pa->root, "LeRobot dataset")->required();
   predict->add_option("--index", pa->index, "global frame index");
   predict->add_option("--device", pa->device, "auto | cuda | cpu");
@@ -158,7 +155,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto ex_checkpoint = std::make_shared<std::string>();
   auto ex_to = std::make_shared<std::string>();
   auto ex_out = std::make_shared<std::string>();
-  CLI::App* ex = app.add_subcommand("export", "write a checkpoint as a LeRobot pi05 policy directory");
+  CLI::App* ex = app.add_subcommand("export", "write a checkpoint as a LeRobot policy directory (the types that have an export)");
   ex->add_option("--checkpoint", *ex_checkpoint, "checkpoint, training output directory, or LeRobot / openpi directory")->required();
   ex->add_option("--to", *ex_to, "target format: lerobot")->required();
   ex->add_option("out", *ex_out, "output directory (absent or empty)")->required();

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <thread>
 
+#include "ember/model/pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/rl/batcher.h"
 #include "ember/rl/episode_feed.h"
 #include "ember/rl/flow_noise.h"
@@ -274,7 +276,7 @@ TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
 }
 
 // Groups of stored chains sampled from the policy, with the given returns.
-std::vector<Group> groups(model::Pi05PolicyImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns) {
+std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns) {
   std::vector<Group> out;
   int salt = 0;
   for (const auto& rs : returns) {
@@ -284,8 +286,8 @@ std::vector<Group> groups(model::Pi05PolicyImpl& policy, const FlowNoise& noise,
       Trajectory t;
       t.ret = r;
       t.success = r > 0.5;
-      auto s = samples(policy.shape, 2, ++salt);
-      Chain c = sample_chain(policy, inputs(policy.shape, s), noise, seeds(2, uint64_t(salt) * 77));
+      auto s = samples(policy.base_shape(), 2, ++salt);
+      Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77));
       for (int j = 0; j < 2; ++j) t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], 0});
       g.members.push_back(std::move(t));
     }
@@ -298,8 +300,8 @@ train::PolicyBundle bundle_of(const model::PolicyShape& shape, uint64_t seed) {
   at::manual_seed(seed);
   train::PolicyBundle b;
   b.shape = shape;
-  b.policy = model::Pi05Policy(shape);
-  b.module = b.policy.ptr();
+  b.arch = model::pi05_arch(shape);
+  b.module = b.arch->build({}, at::kCPU);
   return b;
 }
 
@@ -309,7 +311,7 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
   auto shape = tiny_shape();
   auto b = bundle_of(shape, 4);
   FlowNoise noise{0.2, 7};
-  auto gs = groups(*b.policy, noise, {{1, 0, 0.5}, {0.2, 0.9, 0.1}});
+  auto gs = groups(*b.module, noise, {{1, 0, 0.5}, {0.2, 0.9, 0.1}});
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
@@ -336,7 +338,7 @@ TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
   auto shape = tiny_shape();
   auto b = bundle_of(shape, 4);
   FlowNoise noise{0.2, 7};
-  auto gs = groups(*b.policy, noise, {{1, 0, 0.5}});
+  auto gs = groups(*b.module, noise, {{1, 0, 0.5}});
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
@@ -362,7 +364,7 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   auto shape = tiny_shape();
   auto b = bundle_of(shape, 5);
   FlowNoise noise{0.2, 7};
-  auto gs = groups(*b.policy, noise, {{1, 0}});
+  auto gs = groups(*b.module, noise, {{1, 0}});
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
@@ -415,10 +417,11 @@ TEST(Ppo, PooledFeaturesAreEachSamplesOwnPrefixMean) {
   at::NoGradGuard no_grad;
   auto s = samples(shape, 3);
   auto in = inputs(shape, s);
-  auto cache = b.policy->prefix_cache(in);
-  auto f = pooled_prefix_features(cache, in);
+  auto prefix = b.module->encode_prefix(in);
+  const auto& cache = dynamic_cast<const model::PrefixCache&>(*prefix);
+  auto f = b.module->prefix_features(in, cache);
   ASSERT_EQ(f.size(0), 3);
-  ASSERT_EQ(f.size(1), prefix_feature_dim(shape));
+  ASSERT_EQ(f.size(1), b.module->prefix_feature_dim());
   auto v = cache.values.back().reshape({cache.values.back().size(0), -1});
   int64_t at = 0;
   for (int j = 0; j < 3; ++j) {
@@ -428,7 +431,7 @@ TEST(Ppo, PooledFeaturesAreEachSamplesOwnPrefixMean) {
     // and the same alone in a batch of one
     std::vector<model::PolicySample> one{s[size_t(j)]};
     auto in1 = inputs(shape, one);
-    auto f1 = pooled_prefix_features(b.policy->prefix_cache(in1), in1);
+    auto f1 = b.module->prefix_features(in1, *b.module->encode_prefix(in1));
     EXPECT_TRUE(at::allclose(f[j], f1[0], 1e-4, 1e-5)) << "sample " << j;
   }
 }
@@ -437,7 +440,7 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   auto shape = tiny_shape();
   auto b = bundle_of(shape, 6);
   FlowNoise noise{0.2, 7};
-  auto gs = groups(*b.policy, noise, {{0, 0}});
+  auto gs = groups(*b.module, noise, {{0, 0}});
   // member 0: the first chunk earns 1, the second nothing; member 1: the reverse
   gs[0].members[0].chunks[0].reward = 1, gs[0].members[1].chunks[1].reward = 1;
   at::Device cpu(at::kCPU);
@@ -448,7 +451,7 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   o.gamma = 0.5;
   o.gae_lambda = 1;
   at::manual_seed(2);
-  ValueHead value(prefix_feature_dim(shape));
+  ValueHead value(b.module->prefix_feature_dim());
   Learner learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o, value);
   // values recorded at sampling are 0 (a fresh head): A = reward-to-go, normalised over the
   // group's 4 chunks: returns 1, 0, 0.5, 1 -> member 0's first chunk and member 1's second up

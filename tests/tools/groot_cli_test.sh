@@ -62,5 +62,5 @@ expect_user_error "tune_backbone for pi05" "$ember" train --policy.tune_backbone
 expect_user_error "resume as another type" "${train[@]}" --policy.type=pi05 --output_dir="$dir/run" --steps=5 --resume=true
 expect_user_error "bench type" "$ember" bench policy --policy.type=gr00t --preset tiny --device cpu
 expect_user_error "bench groot preset" "$ember" bench policy --policy.type=groot --preset pi05 --device cpu
-grep -q "groot preset" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the bench error does not name the groot preset"; }
+grep -q -- "--preset: expected tiny, small or n15 with --policy.type=groot" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the bench error does not name the flag, the type and its presets"; }
 echo "groot cli test passed"

@@ -30,5 +30,15 @@ for layer in "${!allowed[@]}"; do
   # no layer includes the benchmarks or the command line
   if grep -rln --include='*.h' --include='*.cc' -E '#include "(bench|cli)/' "$src/ember/$layer"; then bad=1; fi
 done
+# one policy seam: above model/ nothing names a concrete policy type (model/policy_type.h registers
+# them; the layers above hold PolicyModuleImpl and PolicyArch only)
+concrete='Pi05Policy|GrootPolicy|GrootShape|groot_shape|groot_arch|pi05_arch|lerobot_pi05|model/pi05\.h|model/groot\.h|[!=]= "(pi05|groot)"'
+for dir in "$src"/ember/{train,dist,eval,rl,sim} "$src"/cli "$src"/bench; do
+  [[ -d "$dir" ]] || continue
+  if grep -rnE --include='*.h' --include='*.cc' "$concrete" "$dir"; then
+    echo "a concrete policy type is named above model/ (above): go through model/policy_type.h"
+    bad=1
+  fi
+done
 if ((bad)); then exit 1; fi
-echo "layers: no upward include"
+echo "layers: no upward include; no concrete policy type above model/"

@@ -12,6 +12,7 @@
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
 #include "ember/core/stop_signal.h"
+#include "ember/model/groot.h"
 #include "ember/model/pi05.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpoint_dir.h"
@@ -152,7 +153,7 @@ TEST(Train, GrootPolicyJsonSaysHowItWasTrained) {
   EXPECT_EQ(j["groot"]["tune_backbone"], true);
   // a resumed run trains with the recorded dropout and records it again
   j["groot"]["dropout"] = 0.1;
-  EXPECT_DOUBLE_EQ(groot_shape_from_json(j, file).dropout, 0.1);
+  EXPECT_DOUBLE_EQ(model::groot_shape_from_json(j, file).dropout, 0.1);
   write_json_file(file, j);
   write_checksums(first->dir);  // as if saved so
   config.steps = 3;
@@ -163,13 +164,13 @@ TEST(Train, GrootPolicyJsonSaysHowItWasTrained) {
   ASSERT_EQ(latest->step, 3);
   EXPECT_DOUBLE_EQ(read_json_file((latest->dir / "policy.json").string())["groot"]["dropout"].get<double>(), 0.1);
   j["groot"].erase("dropout");  // written before the field existed: N1.5's 0.2
-  EXPECT_DOUBLE_EQ(groot_shape_from_json(j, file).dropout, 0.2);
+  EXPECT_DOUBLE_EQ(model::groot_shape_from_json(j, file).dropout, 0.2);
   j["groot"]["dropout"] = 1.5;
-  auto msg = test::error_of([&] { groot_shape_from_json(j, file); });
+  auto msg = test::error_of([&] { model::groot_shape_from_json(j, file); });
   EXPECT_NE(msg.find(file), std::string::npos) << msg;
   EXPECT_NE(msg.find("dropout"), std::string::npos) << msg;
   j["groot"]["dropout"] = "0.2";
-  EXPECT_NE(test::error_of([&] { groot_shape_from_json(j, file); }).find(file), std::string::npos);
+  EXPECT_NE(test::error_of([&] { model::groot_shape_from_json(j, file); }).find(file), std::string::npos);
 }
 
 TEST(Train, RefusesToOverwriteOrResumeNothing) {
@@ -433,7 +434,7 @@ TEST(TrainStep, Fp8WeightsAreRequantisedOncePerStepNotPerMicroBatch) {
   TrainConfig config;
   config.policy.fp8 = true;
   at::manual_seed(1);
-  auto state = build_policy_state(config, shape, at::kCPU, nullptr);
+  auto state = build_policy_state(config, model::pi05_arch(shape), at::kCPU, nullptr);
   TrainStep step(state, at::kCPU, config.optimizer.grad_clip_norm, false, nullptr, 0);
   std::vector<model::PolicySample> samples(4);
   for (auto& s : samples) {
@@ -450,7 +451,7 @@ TEST(TrainStep, Fp8WeightsAreRequantisedOncePerStepNotPerMicroBatch) {
     batch.loss_count += batch.micro.back().action_mask.sum().item<double>();
   }
   batch.samples = 4;
-  auto* layer = state.policy->lm_layers[0]->as<model::TowerLayerImpl>();
+  auto* layer = std::dynamic_pointer_cast<model::Pi05PolicyImpl>(state.module)->lm_layers[0]->as<model::TowerLayerImpl>();
   auto* up = layer->mlp->up.get();
   ASSERT_TRUE(layer->mlp->fp8);  // the MLP runs as one FP8 function with gate and up stacked
   const auto before = up->weight.clone();
@@ -509,7 +510,7 @@ TEST(TrainBadInput, Fp8WithNoFittingLayerNamesTheFlag) {
   auto config = tiny_config(dir.path() + "/run", 1);
   config.policy.fp8 = true;  // the tiny preset's layers are 64-128 wide
   try {
-    build_policy_state(config, model::preset_shape("tiny"), at::kCPU, nullptr);
+    build_policy_state(config, model::pi05_arch(model::preset_shape("tiny")), at::kCPU, nullptr);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--policy.fp8"), std::string::npos) << e.what();

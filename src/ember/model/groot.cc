@@ -416,9 +416,60 @@ at::Tensor GrootPolicyImpl::sample_actions(const PolicyInputs& in, std::optional
   return x;
 }
 
-double GrootPolicyImpl::step_flops(const PolicyInputs& in, bool real) const {
-  StepWork w = real ? real_work(in, shape.base) : layout_work(in, shape.base);
-  return groot_train_flops(shape, w.images, w.prefix_lens, w.filler_tokens, tune_backbone);
+struct GrootPolicyImpl::Prefix : PrefixState {
+  GrootLayout layout;
+  Groups groups;
+  at::Tensor ctx;     // [prefix rows, backbone_dim]
+  at::Tensor states;  // [n, 1, I]
+};
+
+std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyInputs& in) {
+  auto p = std::make_shared<Prefix>();
+  p->layout = make_groot_layout(in, shape);
+  p->groups = make_groups(in);
+  p->ctx = context(in, p->layout);
+  p->states = state_tokens(in, p->groups);
+  return p;
+}
+
+at::Tensor GrootPolicyImpl::prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                            const at::Tensor& t) {
+  const auto* p = dynamic_cast<const Prefix*>(&prefix);
+  if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  const int64_t n = in.samples, amax = shape.base.max_action_dim;
+  const int64_t copies = x_t.size(0) / std::max<int64_t>(n, 1);
+  if (copies * n != x_t.size(0)) throw Error(ErrorKind::kInternal, "groot prefix_velocity: rows not a multiple of the samples");
+  // N1.5's bucket of its time 1 - t; the small offset keeps 1 - (1 - i/K) in float32 in bucket i/K
+  auto tbucket = at::floor((1 - t.to(at::kDouble)) * shape.timestep_buckets + 1e-4).clamp(0, shape.timestep_buckets - 1).to(at::kFloat);
+  std::vector<at::Tensor> out;
+  for (int64_t c = 0; c < copies; ++c) {
+    auto v = velocity(in, p->layout, p->ctx, p->groups, p->states, x_t.narrow(0, c * n, n), tbucket.narrow(0, c * n, n), 0.0);
+    std::vector<at::Tensor> parts;
+    for (auto& vk : v) parts.push_back(at::constant_pad_nd(vk.to(at::kFloat), {0, amax - vk.size(2)}));
+    out.push_back(-at::cat(parts, 0).index_select(0, p->groups.inverse));  // [n, H, A], pi0's sign
+  }
+  return copies == 1 ? out[0] : at::cat(out, 0);
+}
+
+at::Tensor GrootPolicyImpl::prefix_features(const PolicyInputs& in, const PrefixState& prefix) {
+  const auto* p = dynamic_cast<const Prefix*>(&prefix);
+  if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  if (!p->layout.varlen) throw Error(ErrorKind::kInternal, "groot prefix_features: needs the varlen layout");
+  at::NoGradGuard no_grad;
+  return segment_means(p->ctx.to(at::kFloat), in.plan.prefix_lens, in.samples);
+}
+
+bool GrootPolicyImpl::is_prefix_parameter(const std::string& name) const {
+  for (const char* p : {"backbone.", "backbone_proj.", "vlln.", "vl."})
+    if (name.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+bool GrootPolicyImpl::frozen_forward(const PolicyInputs& in) {
+  if (tune_backbone) return false;
+  c10::InferenceMode inference;
+  backbone->forward(in, make_groot_layout(in, shape));
+  return true;
 }
 
 }  // namespace ember::model

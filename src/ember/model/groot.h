@@ -131,8 +131,25 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   LossOut loss(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt,
                std::optional<at::Tensor> time = std::nullopt) override;
   at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
-  double step_flops(const PolicyInputs& in, bool real) const override;
+  double work_flops(const StepWork& work) const override {
+    return groot_train_flops(shape, work.images, work.prefix_lens, work.filler_tokens, tune_backbone);
+  }
+  bool frozen_forward(const PolicyInputs& in) override;
   std::string type() const override { return "groot"; }
+  const PolicyShape& base_shape() const override { return shape.base; }
+
+  // sampling hooks (policy.h): the prefix is the adapter's context (backbone, vlln, vl blocks),
+  // the embodiment groups and the state tokens; the velocity is N1.5's (t = 0 noise) turned into
+  // pi0's convention: v = -v_N1.5 at N1.5 time 1 - t; the features are each sample's context rows'
+  // mean (varlen layout). Dropout is off in the hooks (it would corrupt RL's log-probabilities).
+  std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
+  at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                             const at::Tensor& t) override;
+  at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) override;
+  int64_t prefix_feature_dim() const override { return shape.backbone_dim; }
+  // the backbone and the adapter (backbone_proj, vlln, vl blocks): what the DiT cross-attends to
+  bool is_prefix_parameter(const std::string& name) const override;
+  void annotate(nlohmann::json& policy_json) const override { policy_json["groot"]["tune_backbone"] = tune_backbone; }
 
   // The adapter's tokens [prefix rows, backbone_dim]; dropout as GrootBlock's.
   at::Tensor context(const PolicyInputs& in, const GrootLayout& layout, double dropout = 0);
@@ -149,6 +166,7 @@ class GrootPolicyImpl : public PolicyModuleImpl {
 
  private:
   struct Groups;
+  struct Prefix;
   Groups make_groups(const PolicyInputs& in) const;
   at::Tensor state_tokens(const PolicyInputs& in, const Groups& groups);  // [n, 1, I]
   // the velocity at x_t [n, H, max_action_dim], buckets [n]: one [m_g, H, a_g] per embodiment group
@@ -159,5 +177,19 @@ TORCH_MODULE(GrootPolicy);
 
 // Whether parameter `name` belongs to the backbone (frozen unless tune_backbone).
 bool is_backbone_param(const std::string& name);
+
+// policy.json of a groot policy: {"type": "groot", ...its base as shape_to_json..., "groot": {...}};
+// "groot" also holds the training-only "dropout" (read back: a resumed run keeps it; absent in
+// older files: 0.2) and, written by annotate(), "tune_backbone" (informational: a resumed run
+// takes --policy.tune_backbone from its flags). from_json throws kCorruption naming `what`.
+nlohmann::json groot_shape_to_json(const GrootShape& shape);
+GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& what);
+
+class PolicyArch;
+// groot's architecture of `shape` (policy_type.h), for code that holds a shape of its own (tests).
+std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape);
+// The groot shapes of a groot architecture (policy_type.h), null for another type (the bench's
+// frozen-backbone timing and the FLOP count read them).
+const GrootShape* groot_shape_of(const PolicyArch& arch);
 
 }  // namespace ember::model

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "ember/model/policy_shape.h"
+#include "ember/model/policy_type.h"
 #include "ember/model/processor.h"
 
 namespace ember::model {
@@ -94,8 +95,5 @@ TensorMap to_lerobot_state_dict(const PolicyShape& shape, const TensorMap& ember
 void write_lerobot_pi05(const std::filesystem::path& out, const PolicyShape& shape, const FeatureSpec& spec,
                         const TensorMap& ember, const TensorMap& kept, const nlohmann::ordered_json& base);
 
-// Reads a JSON file keeping its objects' key order (LeRobot's input_features order is the
-// camera slot order). Throws kNotFound / kCorruption naming the file.
-nlohmann::ordered_json read_ordered_json(const std::filesystem::path& path);
 
 }  // namespace ember::model

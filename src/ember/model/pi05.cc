@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ember/core/error.h"
 #include "ember/model/activation_checkpoint.h"
 #include "ember/model/flops.h"
 
@@ -192,9 +193,39 @@ PrefixCache Pi05PolicyImpl::prefix_cache(const PolicyInputs& in) {
   return cache;
 }
 
-double Pi05PolicyImpl::step_flops(const PolicyInputs& in, bool real) const {
-  return train_flops(real ? real_work(in, shape) : layout_work(in, shape), shape);
+std::shared_ptr<const PrefixState> Pi05PolicyImpl::encode_prefix(const PolicyInputs& in) {
+  return std::make_shared<PrefixCache>(prefix_cache(in));
 }
+
+namespace {
+
+const PrefixCache& as_cache(const PrefixState& prefix) {
+  const auto* cache = dynamic_cast<const PrefixCache*>(&prefix);
+  if (!cache) throw Error(ErrorKind::kInternal, "pi05: a prefix state of another policy type");
+  return *cache;
+}
+
+}  // namespace
+
+at::Tensor Pi05PolicyImpl::prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                           const at::Tensor& t) {
+  const int64_t copies = x_t.size(0) / std::max<int64_t>(in.samples, 1);
+  if (copies * in.samples != x_t.size(0)) throw Error(ErrorKind::kInternal, "pi05 prefix_velocity: rows not a multiple of the samples");
+  if (copies == 1) return velocity_cached(in, as_cache(prefix), x_t, t);
+  return velocity_cached(with_suffix_copies(in, copies), as_cache(prefix), x_t, t);
+}
+
+at::Tensor Pi05PolicyImpl::prefix_features(const PolicyInputs& in, const PrefixState& prefix) {
+  const auto& cache = as_cache(prefix);
+  if (cache.values.empty()) throw Error(ErrorKind::kInternal, "pi05 prefix_features: empty prefix cache");
+  if (in.plan.backend != AttentionBackend::kVarlen) throw Error(ErrorKind::kInternal, "pi05 prefix_features: needs the varlen layout");
+  at::NoGradGuard no_grad;
+  const auto& v = cache.values.back();  // [Tp, kv_heads, head_dim]
+  return segment_means(v.reshape({v.size(0), -1}).to(at::kFloat), in.plan.prefix_lens, in.samples);
+}
+
+bool Pi05PolicyImpl::is_prefix_parameter(const std::string& name) const { return model::is_prefix_parameter(name); }
+
 
 bool keeps_fp32(const std::string& name) {
   for (const char* part : {"norm", "ada1.", "ada2.", "vision.patch_", "vision.position_embed"})
@@ -202,12 +233,14 @@ bool keeps_fp32(const std::string& name) {
   return false;
 }
 
-std::vector<std::string> fp8_layer_names(Pi05Policy& policy) {
+std::vector<std::string> Pi05PolicyImpl::fp8_layer_names() {
   std::vector<std::string> names;
-  for (const auto& m : policy->named_modules("", /*include_self=*/false))
+  for (const auto& m : named_modules("", /*include_self=*/false))
     if (auto* d = m.value()->as<DenseImpl>(); d && d->fp8) names.push_back(m.key());
   return names;
 }
+
+std::vector<std::string> fp8_layer_names(Pi05Policy& policy) { return policy->fp8_layer_names(); }
 
 void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) {
   at::NoGradGuard no_grad;

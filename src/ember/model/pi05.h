@@ -40,7 +40,7 @@ class TowerLayerImpl : public torch::nn::Module {
 TORCH_MODULE(TowerLayer);
 
 // Keys and values of the prefix, per layer, for inference: [Tp, kv_heads, head_dim] each.
-struct PrefixCache {
+struct PrefixCache : PrefixState {
   std::vector<at::Tensor> keys, values;
 };
 
@@ -69,10 +69,21 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // Integrates the flow from noise (drawn when not given) with shape.flow_steps Euler steps,
   // the prefix computed once. Returns [n, H, max_action_dim] normalised actions.
   at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) override;
-  double step_flops(const PolicyInputs& in, bool real) const override;
+  double work_flops(const StepWork& work) const override { return train_flops(work, shape); }
   // pi0's Beta(1.5, 1) * 0.999 + 0.001 (Beta(1.5, 1) is u^(1/1.5))
   at::Tensor flow_time(const at::Tensor& u) const override { return at::pow(u, 1.0 / 1.5) * 0.999 + 0.001; }
   std::string type() const override { return "pi05"; }
+  const PolicyShape& base_shape() const override { return shape; }
+
+  // sampling hooks (policy.h): the prefix cache; the velocity of pi0's flow itself; the mean of
+  // the last layer's prefix values over each sample's tokens (varlen layout)
+  std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
+  at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                             const at::Tensor& t) override;
+  at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) override;
+  int64_t prefix_feature_dim() const override { return int64_t(shape.lm.kv_heads) * shape.lm.head_dim; }
+  bool is_prefix_parameter(const std::string& name) const override;
+  std::vector<std::string> fp8_layer_names() override;
 
   // The prefix's keys and values per layer, computed once for several velocity_cached() calls
   // (RL's stochastic denoising chain, rl/flow_noise.h). They carry gradients when grad mode is
@@ -133,6 +144,10 @@ bool is_prefix_parameter(const std::string& name);
 
 // The policy's linear layers on the FP8 path, by name ("lm.0.q", ...).
 std::vector<std::string> fp8_layer_names(Pi05Policy& policy);
+
+class PolicyArch;
+// pi0.5's architecture of `shape` (policy_type.h), for code that holds a shape of its own (tests).
+std::shared_ptr<const PolicyArch> pi05_arch(const PolicyShape& shape);
 
 // Converts every parameter but those keeps_fp32() names to `dtype` (kBFloat16: LeRobot's
 // dtype=bfloat16; kFloat: all back to float32). Their gradients and AdamW moments follow.

@@ -1,13 +1,20 @@
-// What every policy type (pi05.h, groot.h) offers the trainer, inference, evaluation and the
-// benchmark: a flow-matching loss over a collated batch, action sampling, and the FLOPs of a step.
+// What every policy type (pi05.h, groot.h) offers the trainer, inference, evaluation, RL and the
+// benchmark: a flow-matching loss over a collated batch, action sampling, the FLOPs of a step,
+// and the sampling hooks (the prefix once per request, velocities over it). Layers above model/
+// hold only this interface; policy_type.h builds a policy of any registered type.
 #pragma once
 
 #include <torch/nn/module.h>
 
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "ember/model/flops.h"
 #include "ember/model/policy_inputs.h"
+#include "ember/model/policy_shape.h"
 
 namespace ember::model {
 
@@ -15,6 +22,11 @@ struct LossOut {
   at::Tensor loss;          // scalar: sum over counted entries / their count
   at::Tensor loss_sum;      // scalar: sum of squared errors over counted entries
   at::Tensor count;         // scalar: number of counted entries
+};
+
+// What a policy type keeps of a batch's prefix (images, prompt, state) between velocity calls.
+struct PrefixState {
+  virtual ~PrefixState() = default;
 };
 
 class PolicyModuleImpl : public torch::nn::Module {
@@ -31,9 +43,40 @@ class PolicyModuleImpl : public torch::nn::Module {
   virtual at::Tensor sample_actions(const PolicyInputs& in, std::optional<at::Tensor> noise = std::nullopt) = 0;
   // Training FLOPs (forward + backward, model/flops.h's counting) of a step on the host-side
   // batch `in`: its real tokens (`real`), or what its layout computes, padding included.
-  virtual double step_flops(const PolicyInputs& in, bool real) const = 0;
-  // "pi05" | "groot" (policy.json's "type")
+  double step_flops(const PolicyInputs& in, bool real) const {
+    return work_flops(real ? real_work(in, base_shape()) : layout_work(in, base_shape()));
+  }
+  // Training FLOPs of `work` (a frozen backbone's forward counted once, without its backward).
+  virtual double work_flops(const StepWork& work) const = 0;
+  // the registered type's name (policy.json's "type")
   virtual std::string type() const = 0;
+  // The shapes the data side reads (cameras, image size, prompt, horizon, action dims, flow steps).
+  virtual const PolicyShape& base_shape() const = 0;
+
+  // --- sampling hooks (RL's stochastic chains, serving): one time convention for every type,
+  // pi0's: t = 1 is noise, t = 0 the actions, an Euler step x_{t-dt} = x_t - dt * v.
+  // The prefix of `in` (its samples' images, prompts and states), computed once. Under grad mode
+  // it carries gradients where the policy's prefix parameters do.
+  virtual std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) = 0;
+  // Velocity [m*n, H, A] of noisy actions x_t [m*n, H, A] at times t [m*n] over encode_prefix(in)
+  // (n = in.samples; m copies of the samples, copy-major: row i*n + j is sample j). Dropout off.
+  // Padded action dims (past the sample's embodiment) are 0 or the trained path's velocity;
+  // callers never read them.
+  virtual at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                     const at::Tensor& t) = 0;
+  // [n, prefix_feature_dim()] float32, no gradient: each sample's prefix pooled (RL's critic reads it).
+  virtual at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) = 0;
+  virtual int64_t prefix_feature_dim() const = 0;
+  // Whether parameter `name` computes the prefix (frozen by `ember rl --rl.train expert`).
+  virtual bool is_prefix_parameter(const std::string& name) const = 0;
+
+  // Names of the linear layers on the FP8 path (empty: none, or a type without FP8).
+  virtual std::vector<std::string> fp8_layer_names() { return {}; }
+  // Runs the forward of what the policy keeps frozen in training (groot's backbone) on `in`, for
+  // `ember bench policy`'s timing; false (and nothing run) when nothing is frozen.
+  virtual bool frozen_forward(const PolicyInputs& /*in*/) { return false; }
+  // Adds how the module was built to its policy.json (informational; default nothing).
+  virtual void annotate(nlohmann::json& /*policy_json*/) const {}
 };
 
 }  // namespace ember::model

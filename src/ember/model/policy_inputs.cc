@@ -305,4 +305,19 @@ PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies) {
   return out;
 }
 
+at::Tensor segment_means(const at::Tensor& rows, const std::vector<int64_t>& lens, int64_t n) {
+  if (int64_t(lens.size()) != n) throw Error(ErrorKind::kInternal, "segment_means: " + std::to_string(lens.size()) + " lengths for " + std::to_string(n) + " segments");
+  std::vector<int64_t> ids;
+  std::vector<float> inv;
+  for (size_t j = 0; j < lens.size(); ++j) {
+    ids.insert(ids.end(), size_t(lens[j]), int64_t(j));
+    inv.push_back(1.f / float(std::max<int64_t>(lens[j], 1)));
+  }
+  if (int64_t(ids.size()) > rows.size(0)) throw Error(ErrorKind::kInternal, "segment_means: the lengths exceed the rows");
+  const auto dev = rows.device();
+  auto sum = at::zeros({n, rows.size(1)}, rows.options())
+                 .index_add_(0, at::tensor(ids, at::kLong).to(dev), rows.narrow(0, 0, int64_t(ids.size())));
+  return sum * at::tensor(inv, at::kFloat).to(dev).to(rows.scalar_type()).unsqueeze(1);
+}
+
 }  // namespace ember::model

@@ -82,6 +82,10 @@ struct CollateOptions {
 // result (its prefix fields describe the original batch); varlen layout only (kInternal else).
 PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies);
 
+// Row means of consecutive segments: rows [T, F] (T >= sum of lens), lens [n] -> [n, F] (an
+// empty segment's mean is 0). The packed prefix's per-sample pooling.
+at::Tensor segment_means(const at::Tensor& rows, const std::vector<int64_t>& lens, int64_t n);
+
 // Lays samples out. Throws Error kInvalidArgument when a sample does not fit the shape (image
 // size, more cameras than max_cameras, duplicate slots, a prompt longer than max_prompt, an
 // action chunk not [H, <= max_action_dim]).

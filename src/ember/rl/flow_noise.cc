@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "ember/core/error.h"
-#include "ember/rl/value_head.h"
 
 namespace ember::rl {
 
@@ -38,9 +37,9 @@ at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, double s
   return (-0.5 * z.square() + c).sum({-2, -1});
 }
 
-Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
+Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
                    const std::vector<uint64_t>& seeds) {
-  const auto& shape = policy.shape;
+  const auto& shape = policy.base_shape();
   check(noise, shape);
   if (int64_t(seeds.size()) != inputs.samples)
     throw Error(ErrorKind::kInternal, "sample_chain: " + std::to_string(seeds.size()) + " seeds for " + std::to_string(inputs.samples) + " samples");
@@ -59,13 +58,13 @@ Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inp
   const auto device = in.prefix_gather.device();
   auto x0 = at::stack(x0s).to(device);             // [n, H, A]
   auto eps = at::stack(epss, 1).to(device);        // [K, n, H, d]
-  auto cache = policy.prefix_cache(in);
-  auto features = pooled_prefix_features(cache, in);
+  auto prefix = policy.encode_prefix(in);
+  auto features = policy.prefix_features(in, *prefix);
   std::vector<at::Tensor> xs{x0}, lps;
   at::Tensor x = x0;
   for (int i = 0; i < K; ++i) {
     auto t = at::full({n}, step_time(i, K), x.options());
-    auto mu = x + (-1.0 / K) * policy.velocity_cached(in, cache, x, t).to(at::kFloat);
+    auto mu = x + (-1.0 / K) * policy.prefix_velocity(in, *prefix, x, t).to(at::kFloat);
     auto next = next_state(mu, eps[i], x0, step_time(i + 1, K), noise);
     lps.push_back(gaussian_log_prob(next, mu, noise.sigma, d));
     xs.push_back(next);
@@ -74,9 +73,9 @@ Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inp
   return {at::stack(xs, 1).cpu(), at::stack(lps, 1).cpu(), features};
 }
 
-at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
+at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
                           const FlowNoise& noise, at::Tensor* features) {
-  const auto& shape = policy.shape;
+  const auto& shape = policy.base_shape();
   check(noise, shape);
   const int K = shape.flow_steps;
   if (x.dim() != 4 || x.size(0) != inputs.samples || x.size(1) != K + 1 || x.size(2) != shape.horizon || x.size(3) != shape.max_action_dim)
@@ -84,14 +83,14 @@ at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInpu
   model::PolicyInputs in = inputs;
   in.plan = inputs.plan.with_mask();
   const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim;
-  auto cache = policy.prefix_cache(in);
-  if (features) *features = pooled_prefix_features(cache, in);
-  // the K steps in one velocity pass of K * n suffixes over the one prefix cache (step-major:
-  // row i * n + j is sample j at step i): one pass of the action expert instead of K
+  auto prefix = policy.encode_prefix(in);
+  if (features) *features = policy.prefix_features(in, *prefix);
+  // the K steps as K * n suffixes over the one prefix (step-major: row i * n + j is sample j at
+  // step i): pi05 runs them as one pass of the action expert instead of K
   auto states = x.narrow(1, 0, K).transpose(0, 1).reshape({K * n, H, A});
   std::vector<at::Tensor> times;
   for (int i = 0; i < K; ++i) times.push_back(at::full({n}, step_time(i, K), x.options()));
-  auto v = policy.velocity_cached(model::with_suffix_copies(in, K), cache, states, at::cat(times)).to(at::kFloat);
+  auto v = policy.prefix_velocity(in, *prefix, states, at::cat(times)).to(at::kFloat);
   auto mu = states + (-1.0 / K) * v;
   auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
   return gaussian_log_prob(next, mu, noise.sigma, noise.action_dim).view({K, n}).t();  // [n, K]

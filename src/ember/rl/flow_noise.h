@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ember/model/pi05.h"
+#include "ember/model/policy.h"
 
 namespace ember::rl {
 
@@ -31,20 +31,20 @@ struct FlowNoise {
 struct Chain {
   at::Tensor x;         // [n, K+1, H, A] float32: x_0 .. x_K
   at::Tensor log_prob;  // [n, K] float32: log p_i of each step under the sampling policy
-  at::Tensor features;  // [n, F] float32 (on the device): the prefix's pooled features (value_head.h)
+  at::Tensor features;  // [n, F] float32 (on the device): the prefix's pooled features (PolicyModuleImpl::prefix_features)
 };
 
 // Samples the chain for a batch, the prefix computed once. seeds[j] (n of them) seeds sample j's
 // noise (x_0 and every eps_i, drawn on the CPU), so a sample's chain does not depend on which
 // batch it was in. No gradients.
-Chain sample_chain(model::Pi05PolicyImpl& policy, const model::PolicyInputs& in, const FlowNoise& noise,
+Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const FlowNoise& noise,
                    const std::vector<uint64_t>& seeds);
 
 // log p_i [n, K] of stored chains x [n, K+1, H, A] under the policy's current weights, the prefix
 // computed once; differentiable when grad mode is on.
 // features: when given, set to the prefix's pooled features [n, F] (on the policy's device,
 // no gradient; value_head.h).
-at::Tensor chain_log_prob(model::Pi05PolicyImpl& policy, const model::PolicyInputs& in, const at::Tensor& x,
+at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x,
                           const FlowNoise& noise, at::Tensor* features = nullptr);
 
 // log N(y; mu, sigma^2) summed over the last two dims ([.., H, A] -> [..]) of the first

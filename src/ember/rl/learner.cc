@@ -10,23 +10,6 @@
 
 namespace ember::rl {
 
-namespace {
-
-// name: prefix + the module's parameter names; params: all of them, the optimizer's: those that
-// require gradients
-train::PolicyState trained_state(const torch::nn::Module& module, const std::string& prefix, train::AdamWOptions adamw) {
-  train::PolicyState s;
-  model::NamedTensors trained;
-  for (const auto& p : module.named_parameters()) {
-    s.params.emplace_back(prefix + p.key(), p.value());
-    if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value()), s.param_list.push_back(p.value());
-  }
-  s.optimizer = std::make_unique<train::AdamW>(trained, adamw);
-  return s;
-}
-
-}  // namespace
-
 std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double> values, const at::Device& device) {
   if (!ranks || values.empty()) return values;
   std::vector<at::Tensor> t{at::tensor(values, at::kDouble).to(device)};
@@ -36,7 +19,7 @@ std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double>
   return values;
 }
 
-Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options, ValueHead value,
+Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_ptr<model::PolicyModuleImpl> reference, at::Device device, LearnerOptions options, ValueHead value,
                  std::shared_ptr<dist::Collectives> ranks)
     : ranks_(std::move(ranks)), reference_(std::move(reference)), value_(std::move(value)), device_(device), options_(options) {
   if (options_.ppo && !value_) throw Error(ErrorKind::kInternal, "Learner: PPO needs a value head");
@@ -45,17 +28,16 @@ Learner::Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Devi
   policy->train();
   if (!options_.train_prefix)
     for (const auto& p : policy->named_parameters())
-      if (model::is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
-  state_ = trained_state(*policy, "", train::AdamWOptions{0.9, 0.95, 1e-8, 0.0});
-  state_.shape = policy->shape;
-  state_.module = policy.ptr();
-  state_.policy = std::move(policy);
+      if (policy->is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
+  // πRL's AdamW: betas (0.9, 0.95), no weight decay
+  state_ = train::module_state(policy, "", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.95}, .eps = 1e-8});
+  state_.shape = policy->base_shape();
   // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
   step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();
   if (value_) {
     value_->train();
-    value_state_ = trained_state(*value_, "value.", train::AdamWOptions{0.9, 0.999, 1e-8, 0.0});
+    value_state_ = train::module_state(value_.ptr(), "value.", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.999}, .eps = 1e-8});
     value_step_ = std::make_unique<train::TrainStep>(value_state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
     value_step_->begin();
   }
@@ -135,11 +117,11 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   std::vector<const model::PolicySample*> samples;
   std::vector<at::Tensor> xs, olds;
   for (const auto* c : chunks) samples.push_back(&c->sample), xs.push_back(c->chain), olds.push_back(c->log_prob);
-  auto in = model::collate(samples, state_.policy->shape, model::AttentionBackend::kVarlen).to(device_);
+  auto in = model::collate(samples, state_.shape, model::AttentionBackend::kVarlen).to(device_);
   auto x = at::stack(xs).to(device_);      // [m, K+1, H, A]
   auto old = at::stack(olds).to(device_);  // [m, K]
   auto adv = at::tensor(advantages, at::kDouble).to(at::kFloat).to(device_);
-  auto& policy = *state_.policy;
+  auto& policy = *state_.module;
   // the KL is a measurement (no term of the loss): on every kl_every-th micro-batch only
   const bool measure_kl = micro_batches_++ % options_.kl_every == 0;
   at::Tensor features;

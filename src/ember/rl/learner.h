@@ -61,7 +61,7 @@ class Learner {
   // parameters set not to require gradients); reference: the starting weights (frozen);
   // value: PPO's value head, trained in place (required with options.ppo). ranks: the
   // data-parallel job's collectives (null: one process); the weights must already agree.
-  Learner(model::Pi05Policy policy, model::Pi05Policy reference, at::Device device, LearnerOptions options,
+  Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_ptr<model::PolicyModuleImpl> reference, at::Device device, LearnerOptions options,
           ValueHead value = nullptr, std::shared_ptr<dist::Collectives> ranks = nullptr);
   Learner(const Learner&) = delete;  // the steps hold references to the states
   Learner& operator=(const Learner&) = delete;
@@ -83,7 +83,7 @@ class Learner {
   train::Optimizer& optimizer() { return *state_.optimizer; }
   // every parameter of the policy, the frozen ones too (checkpoints; the optimizer's are the trained)
   model::NamedTensors& params() { return state_.params; }
-  model::Pi05Policy policy() { return state_.policy; }
+  std::shared_ptr<model::PolicyModuleImpl> policy() { return state_.module; }
   ValueHead value() { return value_; }
   // PPO: the value head's parameters and optimizer (checkpointed beside the policy's)
   model::NamedTensors& value_params() { return value_state_.params; }
@@ -100,7 +100,7 @@ class Learner {
   void reset_accumulation();
 
   std::shared_ptr<dist::Collectives> ranks_;
-  model::Pi05Policy reference_;
+  std::shared_ptr<model::PolicyModuleImpl> reference_;
   ValueHead value_;
   at::Device device_;
   LearnerOptions options_;

@@ -2,7 +2,10 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
+
 #include "ember/core/error.h"
+#include "ember/model/policy_type.h"
 #include "ember/model/prompt.h"
 #include "ember/sim/features.h"
 
@@ -19,16 +22,6 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   model::TokenizerTrainOptions to;
   to.vocab_size = c.preset == "tiny" ? 512 : 2048;
   b.tokenizer = std::make_unique<model::Tokenizer>(model::train_tokenizer(texts, to));
-  b.shape = model::preset_shape(c.preset);
-  b.shape.horizon = int(c.horizon);
-  b.shape.flow_steps = int(c.num_steps);
-  b.shape.max_action_dim = sim::kActionDim;
-  b.shape.vision.image_size = int(c.image_size);
-  if (c.image_size % b.shape.vision.patch)
-    throw Error(ErrorKind::kInvalidArgument, "--policy.image_size=" + std::to_string(c.image_size) + ": must be a multiple of the preset's patch size " +
-                                                 std::to_string(b.shape.vision.patch));
-  b.shape.vocab = b.tokenizer->vocab_size();
-  model::validate(b.shape);
   b.spec.cameras = {sim::kAgentviewKey, sim::kWristKey};
   b.spec.state_key = sim::kStateKey;
   b.spec.action_key = sim::kActionKey;
@@ -37,11 +30,21 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   b.spec.fps = 20;
   b.spec.modes[sim::kStateKey] = data::NormMode::kIdentity;
   b.spec.modes[sim::kActionKey] = data::NormMode::kIdentity;
+  model::ShapeOptions o;
+  o.preset = c.preset;
+  o.horizon = int(c.horizon);
+  o.flow_steps = int(c.num_steps);
+  o.max_action_dim = sim::kActionDim;
+  o.image_size = int(c.image_size);
+  o.vocab = b.tokenizer->vocab_size();
+  const auto& type = model::policy_type(c.policy_type);
+  model::check_preset(type, c.preset, "--policy.preset");
+  b.arch = type.from_preset(o);
+  if (auto fitted = b.arch->fit_features(b.spec, "ember's simulator", false)) b.arch = fitted;
+  b.shape = b.arch->base();
   at::manual_seed(uint64_t(c.seed));
-  b.policy = model::Pi05Policy(b.shape);
-  b.module = b.policy.ptr();
-  b.policy->to(device);
-  b.policy->eval();
+  b.module = b.arch->build({}, device);
+  b.module->eval();
   return b;
 }
 
@@ -50,9 +53,6 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
 train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device) {
   if (c.checkpoint.empty()) return fresh_policy(c, tasks, device);
   auto b = train::load_policy(c.checkpoint, device);
-  if (!b.policy)
-    throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": ember rl trains pi05 policies; this checkpoint holds a " +
-                                                 b.module->type() + " policy");
   for (const auto& cam : b.spec.cameras)
     if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
       throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy reads camera '" + cam + "', which ember's simulator does not have");
@@ -62,15 +62,9 @@ train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const s
   return b;
 }
 
-model::Pi05Policy copy_policy(const train::PolicyBundle& bundle, const at::Device& device) {
-  model::Pi05Policy p(bundle.shape);
-  p->to(device);
-  copy_weights(*p, *bundle.policy);
-  p->eval();
-  return p;
-}
+PolicyPtr copy_policy(const train::PolicyBundle& bundle, const at::Device& device) { return train::copy_module(bundle, device); }
 
-void copy_weights(model::Pi05PolicyImpl& dst, const model::Pi05PolicyImpl& src) {
+void copy_weights(torch::nn::Module& dst, const torch::nn::Module& src) {
   at::NoGradGuard no_grad;
   auto d = dst.parameters(), s = src.parameters();
   if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_weights: policies of different shapes");

@@ -17,10 +17,12 @@ namespace ember::rl {
 // kInvalidArgument when its features are not the simulator's.
 train::PolicyBundle starting_policy(const RlConfig& config, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device);
 
-// A new policy of the bundle's shape on device with the bundle's weights (eval mode).
-model::Pi05Policy copy_policy(const train::PolicyBundle& bundle, const at::Device& device);
+using PolicyPtr = std::shared_ptr<model::PolicyModuleImpl>;
 
-// dst's parameters := src's (same shape), in place: the rollout's weight swap.
-void copy_weights(model::Pi05PolicyImpl& dst, const model::Pi05PolicyImpl& src);
+// A new policy of the bundle's architecture on device with the bundle's weights (eval mode).
+PolicyPtr copy_policy(const train::PolicyBundle& bundle, const at::Device& device);
+
+// dst's parameters := src's (same architecture), in place: the rollout's weight swap.
+void copy_weights(torch::nn::Module& dst, const torch::nn::Module& src);
 
 }  // namespace ember::rl

@@ -55,7 +55,7 @@ void validate(const RlConfig& c) {
 }
 
 #define EMBER_RL_FIELDS(X)                                                                                     \
-  X(checkpoint) X(preset) X(horizon) X(num_steps) X(image_size) X(output_dir) X(suite) X(tasks) X(device)     \
+  X(checkpoint) X(preset) X(policy_type) X(horizon) X(num_steps) X(image_size) X(output_dir) X(suite) X(tasks) X(device)     \
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \

@@ -13,7 +13,8 @@ namespace ember::rl {
 
 struct RlConfig {
   std::string checkpoint;         // --checkpoint: the starting policy (ember train's output)
-  std::string preset;             // --policy.preset: a fresh policy instead (tiny | small | pi05)
+  std::string preset;             // --policy.preset: a fresh policy instead (one of the type's presets)
+  std::string policy_type = "pi05";  // --policy.type of a fresh policy (model/policy_type.h)
   int64_t horizon = 10;           // fresh policy: chunk length
   int64_t num_steps = 5;          // fresh policy: denoising steps
   int64_t image_size = 32;        // fresh policy: camera size

@@ -139,7 +139,7 @@ struct LearnerEvaluation {
   train::MetricsLogger& log;    // eval.jsonl
   train::MetricsLogger& shown;  // metrics.jsonl's, whose terminal line the result goes to
 
-  void operator()(model::Pi05PolicyImpl& policy, int64_t step, int64_t env_steps) {
+  void operator()(model::PolicyModuleImpl& policy, int64_t step, int64_t env_steps) {
     eval::ModuleSimPolicy sim_policy(policy, bundle.shape, builder, bundle.spec.state_key, device, "rl");
     eval::EvalOptions eo;
     eo.suite = c.suite;
@@ -205,9 +205,9 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   auto bundle = starting_policy(c, tasks, device);
   if (c.algo == "ppo") {
     at::manual_seed(uint64_t(c.seed) + 1);
-    value = ValueHead(prefix_feature_dim(bundle.shape));
+    value = ValueHead(bundle.module->prefix_feature_dim());
     value->to(device);
-    rollout_value = ValueHead(prefix_feature_dim(bundle.shape));
+    rollout_value = ValueHead(bundle.module->prefix_feature_dim());
     rollout_value->to(rollout_device);
     rollout_value->eval();
   }
@@ -218,7 +218,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     auto p = m.parameters();
     ranks->broadcast(p, 0);
   };
-  broadcast_parameters(*bundle.policy);
+  broadcast_parameters(*bundle.module);
   if (value) {
     broadcast_parameters(*value);
     copy_value_head(*rollout_value, *value);
@@ -235,7 +235,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
-  Learner learner(bundle.policy, copy_policy(bundle, device), device, lo, value, ranks);
+  Learner learner(bundle.module, copy_policy(bundle, device), device, lo, value, ranks);
   Resumed from;
   if (resume) {
     from = restore(resume->dir, learner, device);

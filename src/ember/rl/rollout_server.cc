@@ -20,7 +20,7 @@ struct RolloutServer::Stream {
   std::optional<at::cuda::CUDAEvent> swapped;  // recorded after a swap's copies (under weights_mu_)
 };
 
-RolloutServer::RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
+RolloutServer::RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
                              BatchingOptions batching, int64_t version, ValueHead value)
     : policy_(std::move(policy)), value_(std::move(value)), builder_(builder), noise_(noise), device_(device),
       batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version),
@@ -48,7 +48,7 @@ std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, ui
   return f;
 }
 
-void RolloutServer::swap_weights(model::Pi05PolicyImpl& from, int64_t version, const ValueHeadImpl* value) {
+void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value) {
   std::lock_guard<std::mutex> lock(weights_mu_);
   copy_weights(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
@@ -87,7 +87,7 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
   std::vector<const model::PolicySample*> ptrs;
   std::vector<uint64_t> seeds;
   for (const auto& r : batch) ptrs.push_back(&r.sample), seeds.push_back(r.seed);
-  auto in = model::collate(ptrs, policy_->shape, model::AttentionBackend::kVarlen).to(device_);
+  auto in = model::collate(ptrs, policy_->base_shape(), model::AttentionBackend::kVarlen).to(device_);
   Chain chain;
   int64_t version;
   std::vector<double> values(batch.size(), 0.0);
@@ -106,7 +106,7 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
     }
     version = version_;
   }
-  const int K = policy_->shape.flow_steps;
+  const int K = policy_->base_shape().flow_steps;
   for (size_t j = 0; j < batch.size(); ++j) {
     PolicyResponse r;
     r.chain = chain.x[int64_t(j)].contiguous();

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ember/model/policy.h"
 #include "ember/model/processor.h"
 #include "ember/rl/batcher.h"
 #include "ember/rl/flow_noise.h"
@@ -45,7 +46,7 @@ class RolloutServer {
   // policy: the rollout's own copy (eval mode, on device); builder: the policy's features (must
   // outlive the server); value: PPO's value head, the rollout's own copy (or none). Starts the
   // thread.
-  RolloutServer(model::Pi05Policy policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
+  RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
                 BatchingOptions batching, int64_t version, ValueHead value = nullptr);
   ~RolloutServer();
   RolloutServer(const RolloutServer&) = delete;
@@ -55,7 +56,7 @@ class RolloutServer {
   std::future<PolicyResponse> submit(model::PolicySample sample, uint64_t seed);
   // Copies `from`'s weights (and value's, with a value head) in (waits for the running batch)
   // and tags later answers `version`.
-  void swap_weights(model::Pi05PolicyImpl& from, int64_t version, const ValueHeadImpl* value = nullptr);
+  void swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value = nullptr);
   // Answers what is queued, then ends the thread.
   void stop();
 
@@ -73,7 +74,7 @@ class RolloutServer {
   void loop();
   void run_batch(std::vector<Request>& batch);
 
-  model::Pi05Policy policy_;
+  std::shared_ptr<model::PolicyModuleImpl> policy_;
   ValueHead value_;
   const model::SampleBuilder& builder_;
   FlowNoise noise_;

@@ -22,30 +22,6 @@ at::Tensor ValueHeadImpl::forward(const at::Tensor& features) {
   return fc2->forward(at::tanh(fc1->forward(x))).squeeze(1);
 }
 
-int64_t prefix_feature_dim(const model::PolicyShape& shape) { return int64_t(shape.lm.kv_heads) * shape.lm.head_dim; }
-
-at::Tensor pooled_prefix_features(const model::PrefixCache& cache, const model::PolicyInputs& in) {
-  if (cache.values.empty()) throw Error(ErrorKind::kInternal, "pooled_prefix_features: empty prefix cache");
-  if (in.plan.backend != model::AttentionBackend::kVarlen)
-    throw Error(ErrorKind::kInternal, "pooled_prefix_features: needs the varlen layout");
-  at::NoGradGuard no_grad;
-  const auto& v = cache.values.back();  // [Tp, kv_heads, head_dim]
-  auto flat = v.reshape({v.size(0), -1}).to(at::kFloat);
-  const auto& lens = in.plan.prefix_lens;
-  if (int64_t(lens.size()) != in.samples) throw Error(ErrorKind::kInternal, "pooled_prefix_features: prefix_lens != samples");
-  std::vector<int64_t> ids;
-  std::vector<float> inv;
-  for (size_t j = 0; j < lens.size(); ++j) {
-    ids.insert(ids.end(), size_t(lens[j]), int64_t(j));
-    inv.push_back(1.f / float(std::max<int64_t>(lens[j], 1)));
-  }
-  if (int64_t(ids.size()) > flat.size(0)) throw Error(ErrorKind::kInternal, "pooled_prefix_features: prefix_lens exceed the prefix");
-  auto dev = flat.device();
-  auto sum = at::zeros({in.samples, flat.size(1)}, flat.options())
-                 .index_add_(0, at::tensor(ids, at::kLong).to(dev), flat.narrow(0, 0, int64_t(ids.size())));
-  return sum * at::tensor(inv, at::kFloat).to(dev).unsqueeze(1);
-}
-
 Gae gae(const std::vector<double>& rewards, const std::vector<double>& values, double gamma, double lambda) {
   if (rewards.size() != values.size()) throw Error(ErrorKind::kInternal, "gae: rewards and values differ in length");
   const size_t n = rewards.size();

@@ -1,8 +1,9 @@
 // PPO's critic and its advantages.
 //
-// Where the value head reads from: the policy's prefix (images, prompt and the discretised
-// state, once per request), as the mean over each sample's prefix tokens of the last
-// language-model layer's value vectors (the prefix cache, model/pi05.h), detached. The critic
+// Where the value head reads from: the policy's prefix (images, prompt and the state, once per
+// request), pooled by the policy type (PolicyModuleImpl::prefix_features: pi05 the mean over
+// each sample's prefix tokens of the last language-model layer's values; groot the mean of its
+// adapter's context), detached. The critic
 // therefore trains only its own two layers and never moves the policy's backbone: the policy's
 // gradient is the clipped surrogate's alone, as in GRPO, and the features come for free from
 // the prefix pass that sampling (rollout) and the log-probabilities (learner) run anyway.
@@ -20,7 +21,7 @@
 
 #include <vector>
 
-#include "ember/model/pi05.h"
+#include "ember/model/policy.h"
 
 namespace ember::rl {
 
@@ -34,12 +35,6 @@ class ValueHeadImpl : public torch::nn::Module {
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(ValueHead);
-
-int64_t prefix_feature_dim(const model::PolicyShape& shape);
-
-// [n, prefix_feature_dim] float32, no gradient: the mean of the last layer's prefix values
-// over each sample's prefix tokens (varlen layout).
-at::Tensor pooled_prefix_features(const model::PrefixCache& cache, const model::PolicyInputs& in);
 
 struct Gae {
   std::vector<double> advantages, returns;

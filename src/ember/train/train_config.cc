@@ -12,6 +12,7 @@
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/json_file.h"
+#include "ember/model/policy_catalog.h"
 
 namespace ember::train {
 
@@ -20,61 +21,99 @@ namespace {
 using json = nlohmann::json;
 using Choices = std::initializer_list<const char*>;
 
-// Every field once: name, reference, and (for strings) the allowed values. All the operations
-// below (to_json, from_json, flags, validation of choices, the list of names) walk this.
+// A flag's one-line description for --help (train_flags_help).
+using Help = const char*;
+
+// --policy.type and --policy.preset have no Choices (the policy registry validates them): their
+// descriptions list the registered types and each type's presets.
+Help policy_type_help() {
+  static const std::string help = "a registered policy type: " + model::policy_type_names();
+  return help.c_str();
+}
+Help policy_preset_help() {
+  static const std::string help = [] {
+    std::string types;
+    for (const auto& t : model::policy_type_infos()) {
+      std::string presets;
+      for (const auto& p : t.presets) presets += (presets.empty() ? "" : " | ") + p;
+      types += (types.empty() ? "" : "; ") + t.name + ": " + presets;
+    }
+    return "one of the type's presets (" + types + ")";
+  }();
+  return help.c_str();
+}
+
+// Every field once: name, reference, (for strings) the allowed values, and a one-line
+// description. All the operations below (to_json, from_json, flags, validation of choices, the
+// list of names, the --help text) walk this.
 template <class Config, class V>
 void visit_fields(Config& c, V&& v) {
-  v("dataset.root", c.dataset.root, Choices{});
-  v("dataset.repo_id", c.dataset.repo_id, Choices{});
-  v("dataset.episodes", c.dataset.episodes, Choices{});
-  v("dataset.image_size", c.dataset.image_size, Choices{});
-  v("dataset.image_transforms.enable", c.dataset.image_transforms_enable, Choices{});
-  v("dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, Choices{});
-  v("dataset.shard_window", c.dataset.shard_window, Choices{});
-  v("dataset.cache_dir", c.dataset.cache_dir, Choices{});
-  v("dataset.cache_mb", c.dataset.cache_mb, Choices{});
-  v("dataset.jpeg_decoder", c.dataset.jpeg_decoder, Choices{"cpu", "nvjpeg"});
-  v("policy.type", c.policy.type, Choices{"pi05", "groot"});
-  v("policy.preset", c.policy.preset, Choices{"tiny", "small", "pi05", "n15"});
-  v("policy.attention", c.policy.attention, Choices{"varlen", "padded"});
-  v("policy.dtype", c.policy.dtype, Choices{"bf16", "fp32"});
-  v("policy.param_dtype", c.policy.param_dtype, Choices{"fp32", "bf16"});
-  v("policy.horizon", c.policy.horizon, Choices{});
-  v("policy.max_state_dim", c.policy.max_state_dim, Choices{});
-  v("policy.max_action_dim", c.policy.max_action_dim, Choices{});
-  v("policy.num_steps", c.policy.num_steps, Choices{});
-  v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{});
-  v("policy.path", c.policy.path, Choices{});
-  v("policy.token_budget", c.policy.token_budget, Choices{});
-  v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{});
-  v("policy.fp8", c.policy.fp8, Choices{});
-  v("policy.tune_backbone", c.policy.tune_backbone, Choices{});
-  v("policy.gradient_checkpointing", c.policy.gradient_checkpointing, Choices{});
-  v("optimizer.lr", c.optimizer.lr, Choices{});
-  v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{});
-  v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{});
-  v("optimizer.betas", c.optimizer.betas, Choices{});
-  v("optimizer.eps", c.optimizer.eps, Choices{});
-  v("scheduler.warmup_steps", c.scheduler.warmup_steps, Choices{});
-  v("scheduler.decay_steps", c.scheduler.decay_steps, Choices{});
-  v("scheduler.min_lr_ratio", c.scheduler.min_lr_ratio, Choices{});
-  v("dist.zero", c.dist.zero, Choices{});
-  v("dist.timeout_s", c.dist.timeout_s, Choices{});
-  v("dist.bucket_mb", c.dist.bucket_mb, Choices{});
-  v("dist.reduce_dtype", c.dist.reduce_dtype, Choices{"fp32", "bf16"});
-  v("output_dir", c.output_dir, Choices{});
-  v("steps", c.steps, Choices{});
-  v("batch_size", c.batch_size, Choices{});
-  v("gradient_accumulation_steps", c.gradient_accumulation_steps, Choices{});
-  v("seed", c.seed, Choices{});
-  v("log_freq", c.log_freq, Choices{});
-  v("save_freq", c.save_freq, Choices{});
-  v("num_workers", c.num_workers, Choices{});
-  v("resume", c.resume, Choices{});
-  v("save_checkpoint", c.save_checkpoint, Choices{});
-  v("profile_steps", c.profile_steps, Choices{});
-  v("device", c.device, Choices{"auto", "cuda", "cpu"});
-  v("rename_map", c.rename_map, Choices{});
+  v("dataset.root", c.dataset.root, Choices{}, "LeRobot dataset directory (required)");
+  v("dataset.repo_id", c.dataset.repo_id, Choices{}, "recorded in the config; ember reads dataset.root only");
+  v("dataset.episodes", c.dataset.episodes, Choices{}, "train on these episode indices only, e.g. [0,1,2]");
+  v("dataset.image_size", c.dataset.image_size, Choices{}, "cameras resized to image_size x image_size (pi05: 224)");
+  v("dataset.image_transforms.enable", c.dataset.image_transforms_enable, Choices{},
+    "random shifts of each training image (seeded: runs and resumes stay reproducible)");
+  v("dataset.image_transforms.max_shift", c.dataset.image_transforms_max_shift, Choices{},
+    "the largest shift, as a fraction of the image size (0.06: ~13 px at 224)");
+  v("dataset.shard_window", c.dataset.shard_window, Choices{},
+    "shards a shuffle window mixes (0: one permutation of all frames)");
+  v("dataset.cache_dir", c.dataset.cache_dir, Choices{}, "local cache of remote shard roots (http://, https://, s3://)");
+  v("dataset.cache_mb", c.dataset.cache_mb, Choices{}, "size bound of the remote shard cache, in MiB");
+  v("dataset.jpeg_decoder", c.dataset.jpeg_decoder, Choices{"cpu", "nvjpeg"},
+    "shard JPEGs decoded by libjpeg-turbo on the loader threads, or by nvJPEG on the GPU");
+  v("policy.type", c.policy.type, Choices{}, policy_type_help());      // a registered type (validate)
+  v("policy.preset", c.policy.preset, Choices{}, policy_preset_help());  // one of the type's presets (validate)
+  v("policy.attention", c.policy.attention, Choices{"varlen", "padded"},
+    "packed FlashAttention varlen, or LeRobot's padded baseline");
+  v("policy.dtype", c.policy.dtype, Choices{"bf16", "fp32"}, "compute dtype on CUDA: bf16 (autocast) or fp32");
+  v("policy.param_dtype", c.policy.param_dtype, Choices{"fp32", "bf16"},
+    "parameter dtype: fp32 master weights (LeRobot's default) or bf16");
+  v("policy.horizon", c.policy.horizon, Choices{}, "action chunk length (PI05Config.chunk_size)");
+  v("policy.max_state_dim", c.policy.max_state_dim, Choices{}, "state padded to this width (PI05Config.max_state_dim)");
+  v("policy.max_action_dim", c.policy.max_action_dim, Choices{}, "actions padded to this width (PI05Config.max_action_dim)");
+  v("policy.num_steps", c.policy.num_steps, Choices{}, "flow-matching denoising steps (PI05Config.num_inference_steps)");
+  v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{}, "SentencePiece .model; unset: trained from the tasks");
+  v("policy.path", c.policy.path, Choices{},
+    "start from a LeRobot / openpi pi0.5 policy directory (its shapes and weights)");
+  v("policy.token_budget", c.policy.token_budget, Choices{}, "tokens per packed batch; unset: the policy decides");
+  v("policy.prefix_multiple", c.policy.prefix_multiple, Choices{},
+    "varlen: packed prefixes padded to a multiple of this many tokens (0 or 1: none)");
+  v("policy.fp8", c.policy.fp8, Choices{}, "language backbone linear layers in block-wise FP8 (CUDA sm_90 only)");
+  v("policy.tune_backbone", c.policy.tune_backbone, Choices{},
+    "groot: train the vision-language backbone too (default: frozen)");
+  v("policy.gradient_checkpointing", c.policy.gradient_checkpointing, Choices{},
+    "recompute activations in the backward pass: less memory, ~1/3 more compute");
+  v("optimizer.lr", c.optimizer.lr, Choices{}, "peak learning rate");
+  v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{}, "AdamW weight decay");
+  v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{}, "clip the global gradient norm to this");
+  v("optimizer.betas", c.optimizer.betas, Choices{}, "AdamW's two betas, e.g. [0.9,0.95]");
+  v("optimizer.eps", c.optimizer.eps, Choices{}, "AdamW epsilon");
+  v("scheduler.warmup_steps", c.scheduler.warmup_steps, Choices{}, "warm-up steps of the cosine schedule");
+  v("scheduler.decay_steps", c.scheduler.decay_steps, Choices{}, "cosine decay steps (scaled down with --steps)");
+  v("scheduler.min_lr_ratio", c.scheduler.min_lr_ratio, Choices{}, "learning-rate floor as a fraction of the peak lr");
+  v("dist.zero", c.dist.zero, Choices{}, "0: replicated optimizer; 1: optimizer state sharded (ZeRO-1)");
+  v("dist.timeout_s", c.dist.timeout_s, Choices{}, "a collective or the rendezvous waiting longer fails the run");
+  v("dist.bucket_mb", c.dist.bucket_mb, Choices{}, "gradient all-reduce bucket size in MiB (larger for many ranks)");
+  v("dist.reduce_dtype", c.dist.reduce_dtype, Choices{"fp32", "bf16"},
+    "gradients summed over the ranks as fp32, or as bf16 copies (half the traffic)");
+  v("output_dir", c.output_dir, Choices{}, "where the run writes its checkpoints and logs (required)");
+  v("steps", c.steps, Choices{}, "optimizer updates in the whole run");
+  v("batch_size", c.batch_size, Choices{}, "samples per micro-batch per rank");
+  v("gradient_accumulation_steps", c.gradient_accumulation_steps, Choices{},
+    "micro-batches whose gradients add up before each optimizer step");
+  v("seed", c.seed, Choices{}, "random seed of the run");
+  v("log_freq", c.log_freq, Choices{}, "metrics every this many steps");
+  v("save_freq", c.save_freq, Choices{}, "a checkpoint every this many steps (and at the end)");
+  v("num_workers", c.num_workers, Choices{},
+    "sample-building threads; unset: 4 on CPU, on CUDA a share of the host's cores");
+  v("resume", c.resume, Choices{}, "continue from <output_dir>/checkpoints/latest");
+  v("save_checkpoint", c.save_checkpoint, Choices{}, "false: no checkpoints at all (benchmarks)");
+  v("profile_steps", c.profile_steps, Choices{},
+    "> 0: record this many steps with PyTorch's profiler into <output_dir>/profile");
+  v("device", c.device, Choices{"auto", "cuda", "cpu"}, "where to train (auto: CUDA when available)");
+  v("rename_map", c.rename_map, Choices{},
+    "JSON: dataset camera key -> the imported policy's camera (with --policy.path)");
 }
 
 [[noreturn]] void bad(const std::string& message) { fail(ErrorKind::kInvalidArgument, message); }
@@ -251,7 +290,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // Sets the field called `name` from a flag's text; false if there is no such field.
 bool set_from_flag(TrainConfig& c, const std::string& name, const std::string& text) {
   bool found = false;
-  visit_fields(c, [&](const char* field_name, auto& field, Choices choices) {
+  visit_fields(c, [&](const char* field_name, auto& field, Choices choices, Help) {
     if (found || name != field_name) return;
     found = true;
     using T = std::remove_reference_t<decltype(field)>;
@@ -263,7 +302,7 @@ bool set_from_flag(TrainConfig& c, const std::string& name, const std::string& t
 bool is_bool_flag(const std::string& name) {
   bool result = false;
   TrainConfig probe;
-  visit_fields(probe, [&](const char* field_name, auto& field, Choices) {
+  visit_fields(probe, [&](const char* field_name, auto& field, Choices, Help) {
     if (name == field_name) result = is_bool_field(&field);
   });
   return result;
@@ -297,14 +336,55 @@ void require(bool ok, const char* flag, const T& value, const std::string& expec
 std::vector<std::string> train_flag_names() {
   std::vector<std::string> names;
   TrainConfig probe;
-  visit_fields(probe, [&](const char* name, auto&, Choices) { names.emplace_back(name); });
+  visit_fields(probe, [&](const char* name, auto&, Choices, Help) { names.emplace_back(name); });
   names.push_back("config_path");
   return names;
 }
 
+namespace {
+
+// A field's type as --help names it.
+template <class T> struct HelpType;
+template <> struct HelpType<std::string> { static std::string name() { return "STRING"; } };
+template <> struct HelpType<int64_t> { static std::string name() { return "INT"; } };
+template <> struct HelpType<double> { static std::string name() { return "FLOAT"; } };
+template <> struct HelpType<bool> { static std::string name() { return "BOOL"; } };
+template <class E> struct HelpType<std::vector<E>> {
+  static std::string name() { return "LIST[" + HelpType<E>::name() + "]"; }
+};
+template <class E, size_t N> struct HelpType<std::array<E, N>> {
+  static std::string name() { return "LIST[" + HelpType<E>::name() + "]"; }
+};
+template <class T> struct HelpType<std::optional<T>> {
+  static std::string name() { return HelpType<T>::name(); }
+};
+
+}  // namespace
+
+std::string train_flags_help() {
+  const nlohmann::ordered_json defaults = to_json(TrainConfig{});
+  std::string out;
+  TrainConfig probe;
+  visit_fields(probe, [&](const char* name, const auto& field, Choices choices, Help help) {
+    using T = std::remove_cvref_t<decltype(field)>;
+    std::string type = HelpType<T>::name();
+    if (std::is_same_v<T, std::string> && choices.size()) type = join(choices);
+    const nlohmann::ordered_json* at = &defaults;
+    for (const std::string& part : split_path(name)) at = &(*at)[part];
+    std::string def = at->is_null() ? "unset" : at->is_string() ? at->get<std::string>() : at->dump();
+    if (def.empty()) def = "\"\"";
+    // a policy type's own defaults (parse_train_flags applies them)
+    for (const auto& t : model::policy_type_infos())
+      for (const auto& [flag, value] : t.flag_defaults)
+        if (flag == name) def += "; " + t.name + ": " + value;
+    out += "  --" + std::string(name) + " " + type + " (default " + def + ")  " + help + "\n";
+  });
+  return out;
+}
+
 nlohmann::ordered_json to_json(const TrainConfig& config) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  visit_fields(config, [&](const char* name, const auto& field, Choices) {
+  visit_fields(config, [&](const char* name, const auto& field, Choices, Help) {
     nlohmann::ordered_json* at = &out;
     for (const std::string& part : split_path(name)) at = &(*at)[part];
     using T = std::remove_cvref_t<decltype(field)>;
@@ -322,7 +402,7 @@ TrainConfig from_json(const json& j, const std::string& source) {
   if (!j.is_object()) bad(source + ": expected a JSON object");
   TrainConfig c;
   std::set<std::string> known;
-  visit_fields(c, [&](const char* name, auto& field, Choices choices) {
+  visit_fields(c, [&](const char* name, auto& field, Choices choices, Help) {
     known.insert(name);
     const json* at = &j;
     for (const std::string& part : split_path(name)) {
@@ -382,15 +462,14 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args) {
     if (name == "config_path") continue;
     if (!set_from_flag(config, name, value)) unknown_flag(name);
   }
-  // groot's own defaults where the flags (and no config file) set nothing: N1.5's chunk of 16
-  // actions and 4 Euler steps (pi0.5's are the fields' defaults)
-  if (config.policy.type == "groot") {
-    auto given = [&](const char* name) {
-      return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.first == name || f.first == "config_path"; });
-    };
-    if (!given("policy.horizon")) config.policy.horizon = 16;
-    if (!given("policy.num_steps")) config.policy.num_steps = 4;
-  }
+  // the policy type's own defaults where the flags (and no config file) set nothing
+  auto given = [&](const std::string& name) {
+    return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.first == name || f.first == "config_path"; });
+  };
+  for (const auto& t : model::policy_type_infos())
+    if (t.name == config.policy.type)
+      for (const auto& [name, value] : t.flag_defaults)
+        if (!given(name)) set_from_flag(config, name, value);
   validate(config);
   return config;
 }
@@ -402,7 +481,7 @@ constexpr int64_t kMaxBatchSize = 1 << 16, kMaxWorkers = 1024, kMaxHorizon = 409
 
 void validate(const TrainConfig& c) {
   // choice fields (a config built in code or read from a file)
-  visit_fields(c, [&](const char* name, const auto& field, Choices choices) {
+  visit_fields(c, [&](const char* name, const auto& field, Choices choices, Help) {
     if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, std::string>) {
       if (choices.size() && std::find(choices.begin(), choices.end(), field) == choices.end()) {
         bad(std::string("--") + name + ": expected one of " + join(choices) + ", got '" + field + "'");
@@ -461,16 +540,11 @@ void validate(const TrainConfig& c) {
   }
   require(c.policy.param_dtype != "bf16" || c.policy.dtype == "bf16", "policy.param_dtype", c.policy.param_dtype,
           "fp32 with --policy.dtype=fp32 (bf16 parameters compute in bf16)");
-  if (c.policy.type == "groot") {
-    require(c.policy.preset != "pi05", "policy.preset", c.policy.preset, "tiny, small or n15 with --policy.type=groot");
-    require(!c.policy.path, "policy.path", c.policy.path.value_or(""), "unset with --policy.type=groot (imports are pi0.5 only)");
-    require(c.policy.param_dtype == "fp32", "policy.param_dtype", c.policy.param_dtype, "fp32 with --policy.type=groot");
-    require(!c.policy.gradient_checkpointing, "policy.gradient_checkpointing", "true",
-            "false with --policy.type=groot (pi05 only for now)");
-  } else {
-    require(c.policy.preset != "n15", "policy.preset", c.policy.preset, "tiny, small or pi05 with --policy.type=pi05 (n15 is groot's)");
-    require(!c.policy.tune_backbone, "policy.tune_backbone", "true", "false with --policy.type=pi05 (pi0.5 trains every weight)");
-  }
+  const auto& type = model::policy_type_info(c.policy.type);  // throws naming the registered types
+  model::check_preset(type, c.policy.preset, "--policy.preset");
+  require(!c.policy.path || type.imports, "policy.path", c.policy.path.value_or(""),
+          "unset with --policy.type=" + type.name + " (it has no import of reference directories)");
+  if (type.check_options) type.check_options(build_options(c));
   rename_map_of(c);  // throws naming the flag
   require(!c.rename_map || c.policy.path, "rename_map", std::string(),
           "--policy.path with it (ember's own policies read the dataset's camera names)");
@@ -487,6 +561,13 @@ int64_t default_num_workers(bool cuda, int cores, int ranks_on_host) {
   if (!cuda) return 4;
   const int64_t share = int64_t(std::max(1, cores)) / std::max(1, ranks_on_host) - 1;
   return std::clamp<int64_t>(share, 2, 16);
+}
+
+model::BuildOptions build_options(const TrainConfig& c) {
+  return {.fp8 = c.policy.fp8,
+          .gradient_checkpointing = c.policy.gradient_checkpointing,
+          .tune_backbone = c.policy.tune_backbone,
+          .bf16_params = c.policy.param_dtype == "bf16"};
 }
 
 }  // namespace ember::train

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/model/policy_catalog.h"
 #include "ember/io/nvjpeg.h"
 
 namespace ember::train {
@@ -53,7 +54,7 @@ struct DatasetConfig {
 };
 
 struct PolicyConfig {
-  std::string type = "pi05";         // pi05 | groot (model/groot.h); saved in policy.json
+  std::string type = "pi05";         // a registered type (model/policy_type.h); saved in policy.json
   std::string preset = "tiny";       // tiny | small | pi05 (pi05's model size) | n15 (groot's)
   std::string attention = "varlen";  // varlen (packed, FlashAttention varlen) | padded (baseline)
   std::string dtype = "bf16";        // compute on CUDA: bf16 (autocast) | fp32
@@ -67,7 +68,7 @@ struct PolicyConfig {
   int64_t num_steps = 10;            // flow-matching denoising steps (PI05Config.num_inference_steps)
   std::optional<std::string> tokenizer_path;  // SentencePiece .model; unset: trained from the tasks
   // --policy.path (lerobot-train's flag): start from a LeRobot (or openpi PyTorch) pi0.5 policy
-  // directory: its shapes, weights, camera slots and rules (model/lerobot_pi05.h); preset,
+  // directory: its shapes, weights, camera slots and rules (its type's import, model/policy_type.h); preset,
   // horizon, max_action_dim and num_steps then come from it. Needs --policy.tokenizer_path
   // (the SentencePiece model its prompts were tokenised with) unless DIR has tokenizer.model.
   std::optional<std::string> path;
@@ -183,5 +184,12 @@ TrainConfig load_train_config(const std::filesystem::path& file);
 
 // The dotted names of every field ("steps", "policy.type", ...), in declaration order.
 std::vector<std::string> train_flag_names();
+// --help's list of them: one line per field, "  --optimizer.lr FLOAT (default 2.5e-05)  peak
+// learning rate" (a string with choices shows them as its type: varlen|padded), each ending in
+// a newline; --config_path is not among them.
+std::string train_flags_help();
+
+// config.policy's build options (model/policy_catalog.h).
+model::BuildOptions build_options(const TrainConfig& config);
 
 }  // namespace ember::train

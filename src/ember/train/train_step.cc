@@ -2,42 +2,18 @@
 
 #include "ember/core/error.h"
 #include "ember/model/flops.h"
+#include "ember/model/fp8_linear.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/zero_adamw.h"
 
 namespace ember::train {
 
-namespace {
-
-// --policy.fp8 on a device or shape where no layer can take it is a user error
-void check_fp8(model::Pi05Policy& policy, const model::PolicyShape& shape, at::Device device) {
-  if (auto why = model::fp8_unsupported_reason(device); !why.empty())
-    throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: " + why);
-  if (model::fp8_layer_names(policy).empty())
-    throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: no linear layer of the language backbone of preset '" +
-                                                 shape.preset + "' has both sizes a multiple of 512 (lm width " +
-                                                 std::to_string(shape.lm.width) + ", mlp " + std::to_string(shape.lm.mlp) + ")");
-}
-
-}  // namespace
-
-PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
-                               const std::shared_ptr<Collectives>& collectives, const model::GrootShape* groot) {
+PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const model::PolicyArch> arch, at::Device device,
+                               const std::shared_ptr<Collectives>& collectives) {
   PolicyState s;
-  s.shape = groot ? groot->base : shape;
-  if (groot) {
-    if (config.policy.fp8)
-      throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: only --policy.type=pi05 has FP8 layers (not groot)");
-    s.groot = *groot;
-    s.module = model::GrootPolicy(*groot, config.policy.tune_backbone).ptr();
-  } else {
-    s.policy = model::Pi05Policy(shape, model::PolicyOptions{.fp8 = config.policy.fp8, .gradient_checkpointing = config.policy.gradient_checkpointing});
-    if (config.policy.fp8) check_fp8(s.policy, shape, device);
-    s.module = s.policy.ptr();
-  }
-  s.module->to(device);
-  if (s.policy && config.policy.param_dtype == "bf16") model::set_param_dtype(s.policy, at::kBFloat16);
-  s.module->train();
+  s.shape = arch->base();
+  s.module = arch->build(build_options(config), device);
+  s.arch = std::move(arch);
   model::NamedTensors trained;
   for (const auto& p : s.module->named_parameters()) {
     s.params.emplace_back(p.key(), p.value());
@@ -52,6 +28,18 @@ PolicyState build_policy_state(const TrainConfig& config, const model::PolicySha
   // reduce-scatter); clipping then sums the ranks' squared norms
   if (auto* zero = dynamic_cast<ZeroAdamW*>(s.optimizer.get()); zero && collectives)
     if (collectives->set_gradient_owners(zero->owners())) s.norm_over_ranks = collectives.get();
+  return s;
+}
+
+PolicyState module_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& o) {
+  PolicyState s;
+  model::NamedTensors trained;
+  for (const auto& p : module->named_parameters()) {
+    s.params.emplace_back(prefix + p.key(), p.value());
+    if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value()), s.param_list.push_back(p.value());
+  }
+  s.optimizer = std::make_unique<AdamW>(trained, AdamWOptions{o.betas[0], o.betas[1], o.eps, o.weight_decay});
+  s.module = std::dynamic_pointer_cast<model::PolicyModuleImpl>(module);
   return s;
 }
 

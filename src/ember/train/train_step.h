@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "ember/dist/collectives.h"
-#include "ember/model/groot.h"
-#include "ember/model/pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/train/loader.h"
 #include "ember/train/optimizer.h"
 #include "ember/train/train_config.h"
@@ -27,10 +26,9 @@ namespace ember::train {
 
 // The policy and its optimizer, built from the run's configuration on a device.
 struct PolicyState {
-  model::PolicyShape shape;        // the data's shapes (groot: groot->base)
-  model::Pi05Policy policy{nullptr};              // --policy.type=pi05 (else null)
-  std::optional<model::GrootShape> groot;         // --policy.type=groot
-  std::shared_ptr<model::PolicyModuleImpl> module;  // the policy, whatever its type
+  model::PolicyShape shape;                          // the data's shapes (arch->base())
+  std::shared_ptr<const model::PolicyArch> arch;     // what the policy is (policy_type.h)
+  std::shared_ptr<model::PolicyModuleImpl> module;   // the policy, whatever its type
   model::NamedTensors params;      // every parameter by name, as checkpoints see them
   std::vector<at::Tensor> param_list;  // those the optimizer trains (a frozen backbone's are not)
   std::unique_ptr<Optimizer> optimizer;
@@ -39,13 +37,17 @@ struct PolicyState {
   Collectives* norm_over_ranks = nullptr;
 };
 
-// Builds the policy of `shape` (pi05; `groot` given: that groot policy, --policy.tune_backbone
-// deciding whether its backbone trains) on device (parameters in config.policy.param_dtype,
-// train mode) and AdamW (replicated, or ZeRO-1 per config.dist.zero) over its trainable
-// parameters, and attaches their gradients to the collectives (null: one process). Uses the
-// global RNG (seed it first).
-PolicyState build_policy_state(const TrainConfig& config, const model::PolicyShape& shape, at::Device device,
-                               const std::shared_ptr<Collectives>& collectives, const model::GrootShape* groot = nullptr);
+// Builds the policy `arch` describes on device with config.policy's build options (FP8,
+// parameters in config.policy.param_dtype, --policy.tune_backbone; train mode) and AdamW
+// (replicated, or ZeRO-1 per config.dist.zero) over its trainable parameters, and attaches their
+// gradients to the collectives (null: one process). Uses the global RNG (seed it first).
+PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const model::PolicyArch> arch, at::Device device,
+                               const std::shared_ptr<Collectives>& collectives);
+// An optimizer state over `module`'s parameters that require gradients (params: all of them),
+// with config.optimizer's AdamW settings (replicated) and names prefixed by `prefix`: the RL
+// learner's policy and value head.
+PolicyState module_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& optimizer);
+
 
 // What a step measured. loss and grad_norm stay on the device until someone reads them.
 struct StepOutput {

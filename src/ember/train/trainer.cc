@@ -14,7 +14,7 @@
 #include "ember/core/stopwatch.h"
 #include "ember/core/thread_pool.h"
 #include "ember/model/device.h"
-#include "ember/model/lerobot_pi05.h"
+#include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
 #include "ember/train/checkpointer.h"
 #include "ember/train/cuda_setup.h"
@@ -151,19 +151,15 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
   auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
                             : make_tokenizer(config, meta, resume);
-  // --policy.type=groot: its shapes (their base is what the data side reads)
-  std::optional<model::GrootShape> groot;
+  // the policy's architecture: the checkpoint's, the import's, or --policy.type's preset
   const auto saved_policy = resume ? read_json_file((*resume / "policy.json").string()) : nlohmann::json();
-  if (resume && policy_type_of(saved_policy) != config.policy.type)
+  if (resume && model::policy_type_of(saved_policy) != config.policy.type)
     throw Error(ErrorKind::kInvalidArgument, "--policy.type=" + config.policy.type + ": the checkpoint under " + resume->string() +
-                                                 " holds a " + policy_type_of(saved_policy) + " policy");
-  if (config.policy.type == "groot")
-    groot = resume ? groot_shape_from_json(saved_policy, (*resume / "policy.json").string())
-                   : make_groot_shape(config, tokenizer.vocab_size());
-  auto shape = groot      ? groot->base
-               : resume   ? shape_from_json(saved_policy, (*resume / "policy.json").string())
-               : imported ? imported->shape
-                          : make_shape(config, tokenizer.vocab_size());
+                                                 " holds a " + model::policy_type_of(saved_policy) + " policy");
+  std::shared_ptr<const model::PolicyArch> arch = resume     ? model::arch_from_json(saved_policy, (*resume / "policy.json").string())
+                                                  : imported ? imported->arch
+                                                             : make_arch(config, tokenizer.vocab_size());
+  const model::PolicyShape shape = arch->base();
   std::optional<model::FeatureSpec> like;
   if (imported) like = imported->spec;
   if (resume && fs::exists(*resume / "features.json")) {  // a run that started from --policy.path keeps LeRobot's rules
@@ -171,7 +167,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
     if (saved.follows_lerobot()) like = saved;
   }
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config)) : model::feature_spec(meta, shape);
-  if (groot) with_dataset_embodiment(*groot, spec, config.dataset.root, resume.has_value());
+  if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
   source.configure(dopt);
@@ -187,21 +183,20 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   // not shift the training's random stream
   const double peak = measure_peak_flops(device, bf16);
   at::manual_seed(uint64_t(config.seed));
-  PolicyState ps = build_policy_state(config, shape, device, coll, groot ? &*groot : nullptr);
+  PolicyState ps = build_policy_state(config, arch, device, coll);
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
   Checkpointer checkpointer(config, out_dir, device, world, main_rank);
   PolicyBundle bundle;  // what checkpoints write of the policy
   bundle.shape = shape;
   bundle.spec = spec;
-  bundle.policy = ps.policy;
-  bundle.groot = ps.groot;
+  bundle.arch = ps.arch;
   bundle.module = ps.module;
   bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
   if (imported) {
     // the imported weights (converted to the parameters' dtype and device)
-    model::TensorMap weights;
-    for (const auto& p : imported->policy->named_parameters()) weights[p.key()] = p.value();
+    std::map<std::string, at::Tensor> weights;
+    for (const auto& p : imported->module->named_parameters()) weights[p.key()] = p.value();
     model::load_into(ps.params, weights, *config.policy.path);
     bundle.lerobot_config = std::move(imported->lerobot_config);
     bundle.lerobot_unused = std::move(imported->lerobot_unused);

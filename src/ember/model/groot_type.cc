@@ -1,0 +1,135 @@
+// GR00T-N1.5's registration (policy_type.h): presets, policy.json, embodiment 0 fitted to the
+// dataset, the build options it has (a trainable backbone; no FP8 layers or bf16 parameters yet).
+// No reference directory is read or written yet.
+#include <algorithm>
+
+#include "ember/core/error.h"
+#include "ember/model/groot.h"
+#include "ember/model/policy_type.h"
+
+namespace ember::model {
+
+namespace {
+
+class GrootArch : public PolicyArch {
+ public:
+  explicit GrootArch(GrootShape shape) : shape_(std::move(shape)) { validate(shape_); }
+  std::string type() const override { return "groot"; }
+  const PolicyShape& base() const override { return shape_.base; }
+  nlohmann::json to_json() const override { return groot_shape_to_json(shape_); }
+
+  std::shared_ptr<const PolicyArch> fit_features(const FeatureSpec& spec, const std::string& root, bool resumed) const override {
+    const GrootEmbodiment want{int(spec.state_dim), int(spec.action_dim)};
+    const auto& e = shape_.embodiments.at(0);
+    if (resumed && (e.state_dim != want.state_dim || e.action_dim != want.action_dim))
+      throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
+                                                   std::to_string(want.action_dim) + ", the checkpoint's embodiment 0 has " +
+                                                   std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
+    auto g = shape_;
+    g.embodiments.at(0) = want;
+    return std::make_shared<GrootArch>(g);
+  }
+
+  std::shared_ptr<const PolicyArch> for_action_widths(int state_dim, int min_action, int max_action) const override {
+    auto g = shape_;
+    g.embodiments.clear();
+    for (int a = min_action; a <= max_action; ++a) g.embodiments.push_back({state_dim, a});
+    return std::make_shared<GrootArch>(g);
+  }
+
+  std::shared_ptr<PolicyModuleImpl> build(const BuildOptions& o, at::Device device) const override {
+    policy_type_info(type()).check_options(o);
+    GrootPolicy policy(shape_, o.tune_backbone);
+    policy->to(device);
+    policy->train();
+    return policy.ptr();
+  }
+
+  const GrootShape& shape() const { return shape_; }
+
+ private:
+  GrootShape shape_;
+};
+
+std::shared_ptr<const PolicyArch> from_preset(const ShapeOptions& o) {
+  auto g = groot_preset_shape(o.preset);
+  auto& s = g.base;
+  if (o.horizon) s.horizon = o.horizon;
+  if (o.max_action_dim) s.max_action_dim = o.max_action_dim;
+  if (o.flow_steps) s.flow_steps = o.flow_steps;
+  g.max_seq_len = std::max(g.max_seq_len, s.horizon);
+  if (o.image_size) {
+    s.vision.image_size = *o.image_size;
+    if (s.vision.image_size % (s.vision.patch * s.vision.merge))
+      throw Error(ErrorKind::kInvalidArgument, "--dataset.image_size=" + std::to_string(*o.image_size) +
+                                                   ": must be a multiple of the preset's patch size x merge " +
+                                                   std::to_string(s.vision.patch * s.vision.merge));
+  }
+  if (o.vocab) s.vocab = o.vocab;
+  for (auto& e : g.embodiments) e.action_dim = std::min(e.action_dim, s.max_action_dim);
+  return std::make_shared<GrootArch>(g);
+}
+
+}  // namespace
+
+nlohmann::json groot_shape_to_json(const GrootShape& g) {
+  auto j = shape_to_json(g.base);
+  j["type"] = "groot";
+  j["vision"]["merge"] = g.base.vision.merge;
+  j.erase("expert");
+  nlohmann::json embodiments = nlohmann::json::array();
+  for (const auto& e : g.embodiments) embodiments.push_back({{"state_dim", e.state_dim}, {"action_dim", e.action_dim}});
+  j["groot"] = {{"backbone_dim", g.backbone_dim}, {"vl_layers", g.vl_layers}, {"vl_heads", g.vl_heads},
+                {"vl_head_dim", g.vl_head_dim}, {"dit_layers", g.dit_layers}, {"dit_heads", g.dit_heads},
+                {"dit_head_dim", g.dit_head_dim}, {"dit_output", g.dit_output}, {"hidden", g.hidden},
+                {"future_tokens", g.future_tokens}, {"max_seq_len", g.max_seq_len},
+                {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"dropout", g.dropout},
+                {"embodiments", embodiments}};
+  return j;
+}
+
+GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& what) {
+  try {
+    auto base = j;
+    base["expert"] = base.at("lm");  // unused by groot; shape_from_json checks it as pi0.5's
+    GrootShape g;
+    g.base = shape_from_json(base, what);
+    g.base.vision.merge = j.at("vision").value("merge", 1);
+    const auto& h = j.at("groot");
+    g.backbone_dim = h.at("backbone_dim").get<int>();
+    g.vl_layers = h.at("vl_layers").get<int>(), g.vl_heads = h.at("vl_heads").get<int>(), g.vl_head_dim = h.at("vl_head_dim").get<int>();
+    g.dit_layers = h.at("dit_layers").get<int>(), g.dit_heads = h.at("dit_heads").get<int>(), g.dit_head_dim = h.at("dit_head_dim").get<int>();
+    g.dit_output = h.at("dit_output").get<int>(), g.hidden = h.at("hidden").get<int>();
+    g.future_tokens = h.at("future_tokens").get<int>(), g.max_seq_len = h.at("max_seq_len").get<int>();
+    g.timestep_buckets = h.at("timestep_buckets").get<int>(), g.rope_base = h.at("rope_base").get<double>();
+    if (h.contains("dropout")) g.dropout = h.at("dropout").get<double>();  // absent (older files): N1.5's 0.2
+    g.embodiments.clear();
+    for (const auto& e : h.at("embodiments")) g.embodiments.push_back({e.at("state_dim").get<int>(), e.at("action_dim").get<int>()});
+    validate(g);
+    return g;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, what + ": " + e.what());
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCorruption) throw;
+    throw Error(ErrorKind::kCorruption, what + ": " + e.what());
+  }
+}
+
+const GrootShape* groot_shape_of(const PolicyArch& arch) {
+  auto* g = dynamic_cast<const GrootArch*>(&arch);
+  return g ? &g->shape() : nullptr;
+}
+
+std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape) { return std::make_shared<GrootArch>(shape); }
+
+PolicyType groot_policy_type() {
+  PolicyType t;
+  static_cast<PolicyTypeInfo&>(t) = policy_type_info("groot");
+  t.from_preset = from_preset;
+  t.from_json = [](const nlohmann::json& j, const std::string& what) -> std::shared_ptr<const PolicyArch> {
+    return std::make_shared<GrootArch>(groot_shape_from_json(j, what));
+  };
+  return t;
+}
+
+}  // namespace ember::model
