@@ -10,77 +10,13 @@
 #include "ember/core/error.h"
 #include "ember/io/json.h"
 #include "ember/data/metadata.h"
-#include "ember/io/parquet/reader.h"
 #include "bench/decode_bench.h"
+#include "bench/host.h"
+#include "bench/parquet_bench.h"
 
 namespace ember::cli {
 
 namespace {
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-struct Sample {
-  double seconds = 0;
-  int64_t rows = 0;
-};
-
-// Opens and decodes every column of every file once.
-Sample decode_all(const std::vector<std::string>& files) {
-  Sample s;
-  auto t0 = std::chrono::steady_clock::now();
-  for (const std::string& f : files) {
-    auto reader = io::parquet::FileReader::open(f);
-    for (int g = 0; g < reader->num_row_groups(); ++g) s.rows += reader->read_row_group(g).num_rows();
-  }
-  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return s;
-}
-
-int bench_parquet(const std::vector<std::string>& files, double min_seconds, int min_repeats) {
-  int64_t bytes = 0;
-  for (const std::string& f : files) bytes += int64_t(open_file(f)->size());
-  decode_all(files);  // warm the page cache and the allocator
-  std::vector<double> times;
-  int64_t rows = 0;
-  double total = 0;
-  while (int(times.size()) < min_repeats || total < min_seconds) {
-    Sample s = decode_all(files);
-    times.push_back(s.seconds);
-    rows = s.rows;
-    total += s.seconds;
-  }
-  std::sort(times.begin(), times.end());
-  double best = times.front(), median = times[times.size() / 2];
-  std::string out = "{\"bench\":\"parquet\",\"reader\":\"ember\",\"threads\":1";
-  out += ",\"device\":";
-  io::append_json_string(out, cpu_model());
-  out += ",\"commit\":\"" EMBER_GIT_COMMIT "\"";
-  out += ",\"files\":" + std::to_string(files.size());
-  out += ",\"bytes\":" + std::to_string(bytes);
-  out += ",\"rows\":" + std::to_string(rows);
-  out += ",\"repeats\":" + std::to_string(times.size());
-  out += ",\"median_s\":";
-  io::append_double(out, median);
-  out += ",\"best_s\":";
-  io::append_double(out, best);
-  out += ",\"mb_per_s\":";
-  io::append_double(out, double(bytes) / 1e6 / median);
-  out += ",\"rows_per_s\":";
-  io::append_double(out, double(rows) / median);
-  out += "}\n";
-  std::fputs(out.c_str(), stdout);
-  return 0;
-}
 
 // A dataset root (all its video files) or a list of video files.
 std::vector<std::string> video_files(const std::vector<std::string>& paths) {
@@ -104,7 +40,7 @@ int run_bench_decode(const std::vector<std::string>& paths, const bench::DecodeB
   std::vector<std::string> files = video_files(paths);
   bench::DecodeBenchResult r = bench::bench_decode(files, o);
   std::string out = "{\"bench\":\"decode\",\"reader\":\"ember\",\"device\":";
-  io::append_json_string(out, cpu_model());
+  io::append_json_string(out, bench::cpu_model());
   out += ",\"commit\":\"" EMBER_GIT_COMMIT "\"";
   out += ",\"files\":" + std::to_string(r.files) + ",\"threads\":" + std::to_string(o.threads) +
          ",\"workers\":" + std::to_string(o.workers);
@@ -133,7 +69,10 @@ void add_bench_commands(CLI::App& app, Action& action) {
   pq->add_option("--min_seconds", args->min_seconds, "time at least this long (default 1)")->check(CLI::PositiveNumber);
   pq->add_option("--min_repeats", args->min_repeats, "repeat at least this often (default 5)")->check(CLI::PositiveNumber);
   pq->callback([args, &action] {
-    action = [args] { return bench_parquet(args->files, args->min_seconds, args->min_repeats); };
+    action = [args] {
+      bench::run_parquet_bench({args->files, args->min_seconds, args->min_repeats}, EMBER_GIT_COMMIT);
+      return 0;
+    };
   });
 
   struct DecodeArgs {

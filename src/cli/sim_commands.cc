@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/sim_bench.h"
 #include "cli/commands.h"
 #include "ember/core/error.h"
 #include "ember/core/thread_pool.h"
@@ -100,99 +101,6 @@ int run_collect(sim::CollectOptions& o, const std::string& renderer) {
   std::printf("%s: %lld episodes, %lld frames (%s cameras) from %lld expert attempts in %.1f s\n", r.root.c_str(),
               (long long)r.episodes, (long long)r.frames, r.camera_dtype.c_str(), (long long)r.attempts, r.seconds);
   return r.short_tasks.empty() ? 0 : 1;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  return "unknown CPU";
-}
-
-// How a measurement renders: none, or a layout of the workers' GL contexts (vector_env.h).
-struct Layout {
-  std::string name;  // none | thread_per_view | thread | thread_serial | process
-  bool render = true, batch = true, serial = false, process = false;
-};
-
-Layout parse_layout(const std::string& name) {
-  if (name == "none") return {name, false, false, false, false};
-  if (name == "thread_per_view") return {name, true, false, false, false};
-  if (name == "thread") return {name, true, true, false, false};
-  if (name == "thread_serial") return {name, true, true, true, false};
-  if (name == "process") return {name, true, true, false, true};
-  fail(ErrorKind::kInvalidArgument, "--layout: unknown layout '" + name + "' (thread_per_view, thread, thread_serial, process)");
-}
-
-// env steps/s of n envs on `threads` workers with random actions (episodes auto-reset).
-double measure(const std::shared_ptr<const sim::Scene>& scene, const std::vector<const sim::TaskSpec*>& tasks, int n, int threads,
-               sim::RendererKind kind, const Layout& layout, int image_size, double seconds) {
-  sim::VectorEnvConfig vc;
-  vc.n_envs = n;
-  vc.threads = threads;
-  vc.renderer = layout.render ? kind : sim::RendererKind::kNone;
-  vc.serialize_rendering = layout.serial;
-  vc.batch_rendering = layout.batch;
-  vc.render_layout = layout.process ? sim::RenderLayout::kProcess : sim::RenderLayout::kThread;
-  vc.image_size = image_size;
-  sim::VectorEnv venv(scene, tasks, vc);
-  venv.reset(1);
-  sim::Rng rng(7);
-  std::vector<sim::Action> actions(n);
-  auto fill = [&] {
-    for (auto& a : actions)
-      for (float& v : a) v = float(rng.uniform(-1, 1));
-  };
-  for (int k = 0; k < 5; ++k) fill(), venv.step(actions);  // warm up (contexts, caches)
-  int64_t steps = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    fill();
-    venv.step(actions);
-    steps += n;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  return steps / elapsed;
-}
-
-int run_bench_sim(const std::string& renderer, int image_size, std::vector<int> n_envs, int threads,
-                  std::vector<std::string> layout_names, double seconds) {
-  auto scene = sim::Scene::load();
-  const sim::Suite& suite = sim::find_suite("ember10");
-  std::vector<const sim::TaskSpec*> tasks;
-  for (const auto& t : suite.tasks) tasks.push_back(&t);
-  sim::RendererKind kind = sim::parse_renderer(renderer);
-  int cores = usable_cores();
-  if (n_envs.empty()) n_envs = {1, cores};
-  if (threads < 0) fail(ErrorKind::kInvalidArgument, "--threads: must be >= 0");
-  if (layout_names.empty()) layout_names = {"thread_per_view", "thread", "process"};
-  std::vector<Layout> layouts = {parse_layout("none")};
-  for (const auto& l : layout_names) {
-    Layout layout = parse_layout(l);  // every name checked, also with --renderer none
-    if (kind != sim::RendererKind::kNone) layouts.push_back(layout);
-  }
-  const std::string device = cpu_model();
-  for (int n : n_envs) {
-    if (n < 1) fail(ErrorKind::kInvalidArgument, "--n_envs: must be >= 1");
-    const int t = threads > 0 ? std::min(threads, n) : n;
-    for (const Layout& l : layouts) {
-      double sps = measure(scene, tasks, n, t, kind, l, image_size, seconds);
-      std::printf(
-          "{\"bench\": \"sim\", \"commit\": \"%s\", \"cpu\": \"%s\", \"cores\": %d, \"renderer\": \"%s\", "
-          "\"layout\": \"%s\", \"serialized_rendering\": %s, \"cameras\": %d, \"image_size\": %d, \"n_envs\": %d, "
-          "\"threads\": %d, \"substeps\": %d, \"env_steps_per_s\": %.1f, \"env_steps_per_s_per_thread\": %.1f, "
-          "\"physics_steps_per_s\": %.0f}\n",
-          EMBER_GIT_COMMIT, device.c_str(), cores, sim::renderer_name(l.render ? kind : sim::RendererKind::kNone), l.name.c_str(),
-          l.serial ? "true" : "false", l.render ? 2 : 0, image_size, n, t, sim::kSubsteps, sps, sps / t, sps * sim::kSubsteps);
-      std::fflush(stdout);
-    }
-  }
-  return 0;
 }
 
 #else
@@ -324,15 +232,7 @@ void add_sim_commands(CLI::App& app, Action& action) {
   });
 
   // ember bench sim (added to the `bench` group when it exists)
-  struct BenchArgs {
-    std::string renderer = "auto";
-    int image_size = 128;
-    std::vector<int> n_envs;
-    int threads = 0;
-    std::vector<std::string> layouts;
-    double seconds = 3;
-  };
-  auto b = std::make_shared<BenchArgs>();
+  auto b = std::make_shared<bench::SimBenchOptions>();
   CLI::App* bench = nullptr;
   try {
     bench = app.get_subcommand("bench");
@@ -350,7 +250,8 @@ void add_sim_commands(CLI::App& app, Action& action) {
   bs->callback([b, &action] {
     action = [b]() -> int {
 #ifdef EMBER_HAVE_SIM
-      return run_bench_sim(b->renderer, b->image_size, b->n_envs, b->threads, b->layouts, b->seconds);
+      bench::run_sim_bench(*b, EMBER_GIT_COMMIT);
+      return 0;
 #else
       no_sim();
 #endif
