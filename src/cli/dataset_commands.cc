@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "ember/core/error.h"
+#include "ember/core/output_dir.h"
 #include "ember/core/progress.h"
 #include "ember/core/file.h"
 #include "ember/data/check.h"
@@ -141,6 +142,7 @@ int run_sample(const std::string& root, int64_t index, const std::string& out, c
   data::DatasetOptions opt;
   for (const std::string& d : deltas) opt.delta_timestamps.insert(parse_delta(d));
   check_sample_dir(out);
+  if (fs::exists(root)) check_output_apart(out, root, "--out");  // replacing it must never touch the dataset
   data::Dataset ds(root, opt);
   data::Item item = ds.get(index);  // everything decoded before anything is written
   // the whole sample goes into a new directory that replaces DIR at the end: a failure part

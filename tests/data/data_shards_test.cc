@@ -179,6 +179,47 @@ TEST(Pack, RefusesBadOptionsAndAnExistingDestination) {
   EXPECT_FALSE(fs::exists(dir.path() + "/out.tmp-" + std::to_string(::getpid())));
 }
 
+// issue 42: `ember data pack SRC SRC --overwrite` and `ember data pack SRC PARENT --overwrite` exited
+// 0 with the source gone. A destination that is, lies inside or holds the source (links
+// resolved) is refused naming both paths, before anything is touched.
+TEST(Pack, OverwriteNeverDeletesOrWritesIntoTheSource) {
+  TempDir dir;
+  const std::string src = dir.path() + "/data/src";
+  test::write_stripes_dataset(src, {5});
+  auto files = [&] {
+    int n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir.path())) n += e.is_regular_file();
+    return n;
+  };
+  const int before = files();
+  fs::create_directory_symlink(src, dir.path() + "/link");
+  PackOptions o = test::pack_options(96);
+  o.overwrite = true;
+  for (const std::string& dst : {src, src + "/", dir.path() + "/data", dir.path(), src + "/shards", dir.path() + "/link",
+                                 dir.path() + "/data/../data/src"}) {
+    auto msg = test::error_of([&] { pack_shards(src, dst, o); }, ErrorKind::kInvalidArgument);
+    EXPECT_NE(msg.find(dst), std::string::npos) << msg;
+    EXPECT_NE(msg.find(src), std::string::npos) << msg;
+    EXPECT_EQ(files(), before) << dst;
+  }
+  // the source through a link, the destination its real path
+  auto msg = test::error_of([&] { pack_shards(dir.path() + "/link", src, o); }, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(files(), before);
+  // a sibling whose name starts like the source's is apart
+  EXPECT_NO_THROW(pack_shards(src, src + "-shards", o));
+}
+
+// issue 42: --threads=100000 aborted (SIGABRT) and left DST.tmp-PID directories behind
+TEST(Pack, ThreadCountsPastTheBoundAreRefusedBeforeAnythingIsWritten) {
+  TempDir dir;
+  test::write_stripes_dataset(dir.path() + "/src", {5});
+  PackOptions o = test::pack_options(96);
+  o.threads = 100000;
+  auto msg = test::error_of([&] { pack_shards(dir.path() + "/src", dir.path() + "/out", o); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("--threads=100000"), std::string::npos) << msg;
+  for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_EQ(e.path().filename().string().find("out"), std::string::npos) << e.path();
+}
+
 TEST(Pack, VideoSourceWhereFFmpegExists) {
   if (!io::video_support_available()) GTEST_SKIP() << "skipped: ember built without FFmpeg, video sources cannot be packed here";
   TempDir dir;

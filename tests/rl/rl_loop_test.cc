@@ -380,7 +380,9 @@ TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   EXPECT_EQ(resumed.iterations[0].step, 3);
   auto last = model::load_tensors(resumed.last_checkpoint + "/model.safetensors");
   for (const auto& [name, w] : before) {
-    if (model::is_prefix_parameter(name)) EXPECT_TRUE(at::equal(w, last.at(name))) << name;
+    if (model::is_prefix_parameter(name)) {
+      EXPECT_TRUE(at::equal(w, last.at(name))) << name;
+    }
   }
 }
 

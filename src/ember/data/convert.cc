@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ember/core/error.h"
+#include "ember/core/output_dir.h"
 #include "ember/core/file.h"
 #include "ember/data/meta_writer.h"
 #include "ember/data/metadata.h"
@@ -236,6 +237,7 @@ ConvertReport convert_v21_to_v30(const std::string& src_in, const std::string& d
     fail(ErrorKind::kInvalidArgument, dst + ": data_file_size_mb, video_file_size_mb and chunks_size must be positive");
   std::error_code ec;
   if (fs::exists(dst, ec)) fail(ErrorKind::kInvalidArgument, dst + ": already exists (convert writes a new dataset)");
+  if (fs::exists(src, ec)) check_output_apart(dst, src, "convert: DST");  // never inside the source
 
   Converter c;
   c.src = src;

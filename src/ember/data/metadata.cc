@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
@@ -151,7 +153,9 @@ std::vector<std::string> episode_table_files(const std::string& dir) {
   return files;
 }
 
-const io::Column& need_column(const io::Table& t, const std::string& name, io::TypeId type, const std::string& file) {
+// (name by value: a reference to t's column, never to an argument)
+const io::Column& need_column(const io::Table& t, std::string_view name_view, io::TypeId type, const std::string& file) {
+  const std::string name(name_view);
   const io::Column* c = t.find(name);
   if (!c) fail_corrupt(file + ": column '" + name + "' is missing");
   if (c->type != type)

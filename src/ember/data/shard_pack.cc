@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ember/core/error.h"
+#include "ember/core/output_dir.h"
 #include "ember/core/file.h"
 #include "ember/core/json_file.h"
 #include "ember/core/thread_pool.h"
@@ -30,6 +31,7 @@ void check_options(const PackOptions& o) {
   if (!(o.shard_mb > 0) || !std::isfinite(o.shard_mb)) bad("--shard_mb", "must be positive");
   if (o.rows_per_group < 1) bad("--rows_per_group=" + std::to_string(o.rows_per_group), "must be >= 1");
   if (o.piece_bytes < 4096) bad("piece_bytes", "must be at least 4096");
+  if (o.threads > kMaxThreads) bad("--threads=" + std::to_string(o.threads), "must be in 0.." + std::to_string(kMaxThreads) + " (0: one per core)");
 }
 
 // The shards' features: the source's user features, cameras as JPEG images of the packed size.
@@ -136,6 +138,7 @@ ShardIndex index_files(const std::string& root, const Metadata& meta, uint64_t p
 
 ShardIndex pack_shards(const std::string& src, const std::string& dst, const PackOptions& options) {
   check_options(options);
+  check_output_apart(dst, src, "ember data pack: DST");  // before anything is touched
   if (fs::exists(dst) && !options.overwrite)
     fail(ErrorKind::kInvalidArgument, "ember data pack: " + dst + ": already exists (pass --overwrite to replace it)");
   // the source as the policy reads it: video frames scaled by the decoder, images here

@@ -15,6 +15,9 @@
 
 namespace ember::data {
 
+// --threads beyond this is refused (a pool of 100000 threads aborts the process)
+inline constexpr size_t kMaxThreads = 1024;
+
 struct PackOptions {
   int image_size = 224;        // pi0.5's input size
   int jpeg_quality = 95;       // chosen by measurement (docs/shards.md, bench/results/shards_*)

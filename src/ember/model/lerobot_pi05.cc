@@ -6,6 +6,8 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
@@ -205,7 +207,9 @@ int count_layers(const TensorMap& sd, const std::string& prefix, const std::stri
   return n;
 }
 
-const at::Tensor& need(const TensorMap& sd, const std::string& key, const std::string& file, int64_t dims) {
+// (key by value: a reference to sd's tensor, never to an argument)
+const at::Tensor& need(const TensorMap& sd, std::string_view key_view, const std::string& file, int64_t dims) {
+  const std::string key(key_view);
   auto it = sd.find(key);
   if (it == sd.end()) bad(file, "tensor '" + key + "' is missing");
   if (it->second.dim() != dims) bad(file, "tensor '" + key + "' has shape " + shape_text(it->second.sizes()) + ", expected " +

@@ -30,14 +30,13 @@ Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_pt
     for (const auto& p : policy->named_parameters())
       if (policy->is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
   // πRL's AdamW: betas (0.9, 0.95), no weight decay
-  state_ = train::module_state(policy, "", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.95}, .eps = 1e-8});
-  state_.shape = policy->base_shape();
+  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.95}, .eps = 1e-8});
   // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
   step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();
   if (value_) {
     value_->train();
-    value_state_ = train::module_state(value_.ptr(), "value.", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.999}, .eps = 1e-8});
+    value_state_ = train::optimizer_state(value_.ptr(), "value.", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.999}, .eps = 1e-8});
     value_step_ = std::make_unique<train::TrainStep>(value_state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
     value_step_->begin();
   }

@@ -179,12 +179,12 @@ std::vector<const TaskSpec*> select_tasks(const Suite& suite, const std::vector<
   return tasks;
 }
 
-const Suite& find_suite(const std::string& name) {
+const Suite& find_suite(std::string_view name) {
   for (const auto& s : suites())
     if (s.name == name) return s;
   std::string known;
   for (const auto& s : suites()) known += (known.empty() ? "" : ", ") + s.name;
-  fail(ErrorKind::kInvalidArgument, "--suite: unknown suite '" + name + "' (known: " + known + ")");
+  fail(ErrorKind::kInvalidArgument, "--suite: unknown suite '" + std::string(name) + "' (known: " + known + ")");
 }
 
 std::vector<std::string> suite_names() {
@@ -193,14 +193,14 @@ std::vector<std::string> suite_names() {
   return out;
 }
 
-const TaskSpec& find_task(const std::string& name) {
+const TaskSpec& find_task(std::string_view name) {
   std::string known;
   for (const auto& s : suites())
     for (const auto& t : s.tasks) {
       if (t.name == name) return t;
       known += (known.empty() ? "" : ", ") + t.name;
     }
-  fail(ErrorKind::kInvalidArgument, "--task: unknown task '" + name + "' (known: " + known + ")");
+  fail(ErrorKind::kInvalidArgument, "--task: unknown task '" + std::string(name) + "' (known: " + known + ")");
 }
 
 std::vector<InitState> make_init_states(const TaskSpec& task, int count, uint64_t seed) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::sim {
@@ -52,13 +53,13 @@ inline constexpr int kEvalInitStates = 50;
 
 // The suite of that name; throws Error kInvalidArgument "--suite: unknown suite ..." listing
 // the known ones.
-const Suite& find_suite(const std::string& name);
+const Suite& find_suite(std::string_view name);
 // The suite's tasks named in `names` (in that order), or all of them when `names` is empty.
 // Throws kInvalidArgument naming --task for a name the suite lacks.
 std::vector<const TaskSpec*> select_tasks(const Suite& suite, const std::vector<std::string>& names);
 std::vector<std::string> suite_names();
 // A task of any suite by name; throws kInvalidArgument "--task: unknown task ..." listing them.
-const TaskSpec& find_task(const std::string& name);
+const TaskSpec& find_task(std::string_view name);
 
 // `count` initial states of the task from the stream seeded by (task name, seed). seed 0 gives
 // the evaluation states; demonstrations use other seeds so that evaluation is on unseen states.

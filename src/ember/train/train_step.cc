@@ -10,36 +10,30 @@ namespace ember::train {
 
 PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const model::PolicyArch> arch, at::Device device,
                                const std::shared_ptr<Collectives>& collectives) {
-  PolicyState s;
-  s.shape = arch->base();
-  s.module = arch->build(build_options(config), device);
+  auto module = arch->build(build_options(config), device);
+  PolicyState s = optimizer_state(module, "", config.optimizer, config.dist.zero, collectives);
   s.arch = std::move(arch);
+  return s;
+}
+
+PolicyState optimizer_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& o,
+                            int64_t zero, const std::shared_ptr<Collectives>& collectives) {
+  PolicyState s;
+  s.module = std::dynamic_pointer_cast<model::PolicyModuleImpl>(module);
+  if (s.module) s.shape = s.module->base_shape();
   model::NamedTensors trained;
-  for (const auto& p : s.module->named_parameters()) {
-    s.params.emplace_back(p.key(), p.value());
-    if (p.value().requires_grad()) trained.emplace_back(p.key(), p.value());
+  for (const auto& p : module->named_parameters()) {
+    s.params.emplace_back(prefix + p.key(), p.value());
+    if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value());
   }
-  const auto& o = config.optimizer;
-  s.optimizer = make_optimizer(trained, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, config.dist.zero, collectives);
+  s.optimizer = make_optimizer(trained, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, zero, collectives);
   for (const auto& [n, p] : trained) s.param_list.push_back(p);
   // gradient buckets all-reduce while the backward pass still runs (see Collectives)
   if (collectives) collectives->attach_gradients(s.param_list);
   // ZeRO-1: each gradient is summed onto the rank that updates its parameter only (the
   // reduce-scatter); clipping then sums the ranks' squared norms
-  if (auto* zero = dynamic_cast<ZeroAdamW*>(s.optimizer.get()); zero && collectives)
-    if (collectives->set_gradient_owners(zero->owners())) s.norm_over_ranks = collectives.get();
-  return s;
-}
-
-PolicyState module_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& o) {
-  PolicyState s;
-  model::NamedTensors trained;
-  for (const auto& p : module->named_parameters()) {
-    s.params.emplace_back(prefix + p.key(), p.value());
-    if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value()), s.param_list.push_back(p.value());
-  }
-  s.optimizer = std::make_unique<AdamW>(trained, AdamWOptions{o.betas[0], o.betas[1], o.eps, o.weight_decay});
-  s.module = std::dynamic_pointer_cast<model::PolicyModuleImpl>(module);
+  if (auto* zero_adamw = dynamic_cast<ZeroAdamW*>(s.optimizer.get()); zero_adamw && collectives)
+    if (collectives->set_gradient_owners(zero_adamw->owners())) s.norm_over_ranks = collectives.get();
   return s;
 }
 

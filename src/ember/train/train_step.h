@@ -43,10 +43,12 @@ struct PolicyState {
 // gradients to the collectives (null: one process). Uses the global RNG (seed it first).
 PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const model::PolicyArch> arch, at::Device device,
                                const std::shared_ptr<Collectives>& collectives);
-// An optimizer state over `module`'s parameters that require gradients (params: all of them),
-// with config.optimizer's AdamW settings (replicated) and names prefixed by `prefix`: the RL
-// learner's policy and value head.
-PolicyState module_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& optimizer);
+// The one builder of a trained module's state (build_policy_state's, the RL learner's policy and
+// value head): `module`'s parameters, named with `prefix`, and AdamW with `optimizer`'s settings
+// over those that require gradients (ZeRO-1 with zero = 1 and collectives of several ranks),
+// their gradients attached to the collectives (null: none).
+PolicyState optimizer_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& optimizer,
+                            int64_t zero = 0, const std::shared_ptr<Collectives>& collectives = nullptr);
 
 
 // What a step measured. loss and grad_norm stay on the device until someone reads them.
