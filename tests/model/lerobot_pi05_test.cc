@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <string>
+#include <string_view>
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
@@ -32,7 +34,8 @@ const test::LeRobotReference& reference() {
   static const test::LeRobotReference r(kFixture);
   return r;
 }
-const at::Tensor& ref(const std::string& name) { return reference()(name); }
+// (name by value: a reference to the stored reference tensor, never to an argument)
+const at::Tensor& ref(std::string_view name) { return reference()(std::string(name)); }
 double rel(const at::Tensor& a, const at::Tensor& b) { return test::lerobot_rel(a, b); }
 std::vector<PolicySample> reference_samples() { return reference().samples(); }
 
