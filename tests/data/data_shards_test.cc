@@ -157,6 +157,21 @@ TEST(Pack, MalformedIndexIsNamedByFileAndField) {
   rewrite([](nlohmann::json& j) { j["shards"][0]["path"] = "../../etc/passwd"; });
   msg = test::error_of([&] { read_shard_index(p.dst); });
   EXPECT_NE(msg.find("must be relative, inside the root"), std::string::npos) << msg;
+  // issue 42: wrong JSON types were internal errors (exit 70); each names the file and the field
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> wrong_types = {
+      {[](nlohmann::json& j) { j["shards"] = "x"; }, "field 'shards' must be an array"},
+      {[](nlohmann::json& j) { j["meta"] = "x"; }, "field 'meta' must be an array"},
+      {[](nlohmann::json& j) { j["shards"][0]["pieces"] = 7; }, "field 'pieces' must be an array"},
+      {[](nlohmann::json& j) { j["jpeg_error"] = "x"; }, "field 'jpeg_error' must be an object"},
+      {[](nlohmann::json& j) { j["jpeg_error"]["frames"] = "many"; }, "field 'jpeg_error.frames' must be an integer"},
+      {[](nlohmann::json& j) { j["jpeg_error"]["psnr_db"] = nullptr; }, "field 'jpeg_error.psnr_db' must be a number"},
+  };
+  for (const auto& [change, want] : wrong_types) {
+    rewrite(change);
+    msg = test::error_of([&] { read_shard_index(p.dst); }, ErrorKind::kCorruption);
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  }
   rewrite([](nlohmann::json& j) { j["version"] = 9; });
   test::error_of([&] { read_shard_index(p.dst); }, ErrorKind::kUnsupported);
   // check lists it as a problem instead of stopping

@@ -47,6 +47,26 @@ T field(const nlohmann::json& j, const char* key, const std::string& what) {
   }
 }
 
+// field `key` of j, which must be a JSON array
+nlohmann::json array_field(const nlohmann::json& j, const char* key, const std::string& what) {
+  auto a = field<nlohmann::json>(j, key, what);
+  if (!a.is_array()) fail_corrupt(what + ": field '" + key + "' must be an array, got " + a.dump().substr(0, 80));
+  return a;
+}
+
+// the packer's measurement: absent, or an object of numbers (frames an integer)
+nlohmann::json jpeg_error_from_json(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_object() || !j.contains("jpeg_error")) return nlohmann::json::object();
+  const auto& e = j.at("jpeg_error");
+  if (!e.is_object()) fail_corrupt(what + ": field 'jpeg_error' must be an object, got " + e.dump().substr(0, 80));
+  if (e.empty()) return e;
+  if (!e.contains("frames") || !e.at("frames").is_number_integer())
+    fail_corrupt(what + ": field 'jpeg_error.frames' must be an integer");
+  for (const char* k : {"psnr_db", "mean_abs_error", "bytes_per_frame"})
+    if (!e.contains(k) || !e.at(k).is_number()) fail_corrupt(what + ": field 'jpeg_error." + k + "' must be a number");
+  return e;
+}
+
 ShardFile file_from_json(const nlohmann::json& j, bool data, const std::string& what) {
   ShardFile f;
   f.path = field<std::string>(j, "path", what);
@@ -58,7 +78,7 @@ ShardFile file_from_json(const nlohmann::json& j, bool data, const std::string& 
   f.first_index = field<int64_t>(j, "first_index", what);
   f.rows = field<int64_t>(j, "rows", what);
   uint64_t at = 0;
-  for (const auto& p : field<nlohmann::json>(j, "pieces", what)) {
+  for (const auto& p : array_field(j, "pieces", what)) {
     if (!p.is_array() || p.size() != 3 || !p[0].is_number_unsigned() || !p[1].is_number_unsigned() || !p[2].is_number_unsigned())
       fail_corrupt(what + ": a piece must be [offset, bytes, crc32], got " + p.dump());
     ShardPiece piece{p[0].get<uint64_t>(), p[1].get<uint64_t>(), p[2].get<uint32_t>()};
@@ -103,15 +123,15 @@ ShardIndex ShardIndex::from_json(const nlohmann::json& j, const std::string& wha
   s.rows_per_group = field<int64_t>(j, "rows_per_group", what);
   s.piece_bytes = field<uint64_t>(j, "piece_bytes", what);
   s.source = field<std::string>(j, "source", what);
-  s.jpeg_error = j.value("jpeg_error", nlohmann::json::object());
-  const auto shards = field<nlohmann::json>(j, "shards", what);
+  s.jpeg_error = jpeg_error_from_json(j, what);
+  const auto shards = array_field(j, "shards", what);
   for (size_t i = 0; i < shards.size(); ++i) {
     s.shards.push_back(file_from_json(shards[i], true, what + ": shards[" + std::to_string(i) + "]"));
     if (i > 0 && s.shards[i].first_index != s.shards[i - 1].first_index + s.shards[i - 1].rows)
       fail_corrupt(what + ": shards[" + std::to_string(i) + "] starts at frame " + std::to_string(s.shards[i].first_index) +
                    ", the shard before ends at " + std::to_string(s.shards[i - 1].first_index + s.shards[i - 1].rows));
   }
-  const auto meta = field<nlohmann::json>(j, "meta", what);
+  const auto meta = array_field(j, "meta", what);
   for (size_t i = 0; i < meta.size(); ++i) s.meta.push_back(file_from_json(meta[i], false, what + ": meta[" + std::to_string(i) + "]"));
   return s;
 }
