@@ -100,6 +100,23 @@ TEST(RemoteShards, TruncatedShardIsNamed) {
   expect_named_failure(remote, s, 2, "expected " + std::to_string(s.index.shards[2].bytes));
 }
 
+// issue 42: a 404 said "after 5 attempts" after one attempt
+TEST(RemoteShards, MissingShardIsNamedAfterOneAttempt) {
+  REQUIRE_NGINX();
+  Served s;
+  std::string root = s.damaged(1, [](const std::string& p) { fs::remove(p); });
+  NginxServer server(s.dir.path() + "/nginx", serve(root));
+  ASSERT_FALSE(server.url().empty());
+  RemoteShards remote(server.url(), quick(s.dir.path() + "/cache"));
+  const std::string path = remote.local_root() + "/" + s.index.shards[1].path;
+  std::string msg = test::error_of([&] { remote.localize(path); }, ErrorKind::kIO);
+  EXPECT_NE(msg.find("HTTP 404"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(1 attempt: "), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("after"), std::string::npos) << msg;
+  EXPECT_EQ(remote.stats().retries, 0);
+  EXPECT_FALSE(fs::exists(path));
+}
+
 TEST(RemoteShards, ServerErrorsAreRetriedThenNamed) {
   REQUIRE_NGINX();
   Served s;

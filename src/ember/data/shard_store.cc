@@ -79,7 +79,9 @@ RemoteShards::~RemoteShards() {
 std::vector<uint8_t> RemoteShards::fetch_piece(const std::string& rel, uint64_t offset, uint64_t bytes, uint32_t crc) {
   const std::string where = url_ + "/" + rel;
   std::string last;
+  int attempts = 0;
   for (int attempt = 0; attempt < std::max(1, options_.retries); ++attempt) {
+    ++attempts;
     if (attempt) {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.retries;
@@ -105,7 +107,10 @@ std::vector<uint8_t> RemoteShards::fetch_piece(const std::string& rel, uint64_t 
     return std::move(r.body);
   }
   fail(ErrorKind::kIO, where + ": bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) + "): " + last +
-                           " (after " + std::to_string(std::max(1, options_.retries)) + " attempts)");
+                           (attempts < std::max(1, options_.retries)
+                                ? " (" + std::to_string(attempts) + (attempts == 1 ? " attempt" : " attempts") +
+                                      ": an answer that asking again cannot change)"
+                                : " (after " + std::to_string(attempts) + " attempts)"));
 }
 
 void RemoteShards::fetch_shard(int shard) {
