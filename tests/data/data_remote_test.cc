@@ -117,6 +117,19 @@ TEST(RemoteShards, MissingShardIsNamedAfterOneAttempt) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+// issue 42: a cache_dir that is a regular file, or lies under one, was an internal error (exit 70)
+TEST(RemoteShards, CacheDirThatIsAFileIsAUserErrorNamingIt) {
+  TempDir dir;
+  const std::string file = dir.path() + "/plain";
+  std::ofstream(file) << "x";
+  for (const std::string& cache : {file, file + "/under"}) {
+    RemoteOptions o;
+    o.cache_dir = cache;
+    std::string msg = test::error_of([&] { RemoteShards("http://127.0.0.1:9/none", o); }, ErrorKind::kInvalidArgument);
+    EXPECT_NE(msg.find("--dataset.cache_dir " + cache), std::string::npos) << msg;
+  }
+}
+
 TEST(RemoteShards, ServerErrorsAreRetriedThenNamed) {
   REQUIRE_NGINX();
   Served s;

@@ -37,7 +37,11 @@ void write_whole(const std::string& path, const std::vector<uint8_t>& bytes) {
 RemoteShards::RemoteShards(std::string url, RemoteOptions options) : url_(std::move(url)), options_(std::move(options)) {
   while (!url_.empty() && url_.back() == '/') url_.pop_back();
   root_ = options_.cache_dir.empty() ? default_cache_dir(url_) : options_.cache_dir;
-  fs::create_directories(root_ + "/meta");
+  std::error_code ec;
+  fs::create_directories(root_ + "/meta", ec);
+  if (ec || !fs::is_directory(root_ + "/meta", ec))
+    fail(ErrorKind::kInvalidArgument, "--dataset.cache_dir " + root_ + ": cannot make the shard cache there (" +
+                                          (ec ? ec.message() : std::string("a file is in the way")) + ")");
   // the index (its own check is that it parses and agrees with itself), then the metadata
   const std::string index_rel = "meta/shards.json";
   io::HttpResult r;
