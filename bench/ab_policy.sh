@@ -78,16 +78,18 @@ python3 - "$out/ab_policy.jsonl" <<'PY'
 import json, sys
 from collections import defaultdict
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-runs = defaultdict(lambda: defaultdict(dict))  # (stream, attention) -> pair -> arm -> row
+runs = defaultdict(lambda: defaultdict(dict))  # (stream, attention, bf16|fp8) -> pair -> arm -> row
 for r in rows:
     if r.get("bench") == "policy":
-        runs[(r["stream"], r["attention"])][r["pair"]][r["arm"]] = r
+        runs[(r["stream"], r["attention"], "fp8" if r.get("fp8") else "bf16")][r["pair"]][r["arm"]] = r
         print(f"pair {r['pair']} arm {r['arm']} gpu {r['gpu']}: {r['stream']} {r['attention']} "
               f"{r['samples_per_s']:.2f} samples/s, MFU {100 * r['mfu']:.1f} %, {r.get('peak_mem_gb', 0):.1f} GB")
     elif r.get("bench") == "policy_ratio":
-        print(f"pair {r['pair']} arm {r['arm']}: {r['stream']} varlen/padded {r['measured_speed_ratio']:.3f} "
-              f"(FLOP ratio {r['flop_ratio']:.3f})")
-for (stream, attention), pairs in sorted(runs.items()):
+        flops = f" (FLOP ratio {r['flop_ratio']:.3f})" if "flop_ratio" in r else ""  # fp8/bf16 lines have none
+        print(f"pair {r['pair']} arm {r['arm']}: {r['stream']} {r.get('ratio_of', 'varlen/padded')} "
+              f"{r['measured_speed_ratio']:.3f}{flops}")
+for (stream, attention, precision), pairs in sorted(runs.items()):
+    attention = f"{attention} {precision}"
     both = [p for p in pairs.values() if "A" in p and "B" in p]
     if not both:
         print(f"{stream} {attention}: no complete pair")

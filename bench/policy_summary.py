@@ -27,7 +27,8 @@ def main():
             print(f"{name}: no results")
         for r in lines:
             if r.get("bench") == "policy_ratio":
-                print(f"{name}: {r['stream']} ratio measured {r['measured_speed_ratio']:.3f} flops {r['flop_ratio']:.3f}")
+                flops = f" flops {r['flop_ratio']:.3f}" if "flop_ratio" in r else ""  # fp8/bf16 lines have none
+                print(f"{name}: {r['stream']} {r.get('ratio_of', '')} ratio measured {r['measured_speed_ratio']:.3f}{flops}")
             elif r.get("bench") == "policy":
                 print(f"{name}: {r['stream']} {r['attention']} {r.get('param_dtype', '?')} "
                       f"{r['samples_per_s']:.2f} samples/s mfu {100 * r['mfu']:.1f}% "
