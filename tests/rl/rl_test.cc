@@ -316,9 +316,9 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
   LearnerOptions o;
   o.noise = noise;
   o.micro_batch = 4;  // 6 chunks a group: micro-batches of 4, 4 (across the groups) and 4
-  Learner streamed(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  Learner streamed(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   o.micro_batch = 100;
-  Learner batched(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  Learner batched(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   streamed.accumulate(gs[0]);
   streamed.accumulate(gs[1]);
   batched.accumulate(gs[1]);
@@ -343,9 +343,9 @@ TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
   LearnerOptions o;
   o.noise = noise;
   o.micro_batch = 2;  // 6 chunks: 3 micro-batches
-  Learner every(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  Learner every(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   o.kl_every = 1000;  // the first micro-batch of each step only
-  Learner first(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  Learner first(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   for (int k = 0; k < 2; ++k) {  // the second step is off-policy: KL > 0
     every.accumulate(gs[0]);
     first.accumulate(gs[0]);
@@ -369,7 +369,7 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   LearnerOptions o;
   o.noise = noise;
   o.lr = 1e-3;
-  Learner learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o);
+  Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   learner.accumulate(gs[0]);
   auto s = learner.step();
   EXPECT_EQ(s.clip_frac, 0);       // on-policy: every ratio is 1
@@ -452,7 +452,7 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   o.gae_lambda = 1;
   at::manual_seed(2);
   ValueHead value(b.module->prefix_feature_dim());
-  Learner learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o, value);
+  Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o, value);
   // values recorded at sampling are 0 (a fresh head): A = reward-to-go, normalised over the
   // group's 4 chunks: returns 1, 0, 0.5, 1 -> member 0's first chunk and member 1's second up
   auto logp = [&](const ChunkRecord& c) {
@@ -475,7 +475,7 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   }
   EXPECT_LT(last, 0.3 * s.value_loss);
   // a GRPO learner refuses nothing, a PPO one needs its head
-  EXPECT_THROW(Learner(copy_policy(b, cpu), copy_policy(b, cpu), cpu, o), Error);
+  EXPECT_THROW(Learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o), Error);
 }
 
 TEST(RlConfig, BadFlagsAreNamed) {

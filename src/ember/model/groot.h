@@ -188,8 +188,6 @@ GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& wha
 class PolicyArch;
 // groot's architecture of `shape` (policy_type.h), for code that holds a shape of its own (tests).
 std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape);
-// The groot shapes of a groot architecture (policy_type.h), null for another type (the bench's
-// frozen-backbone timing and the FLOP count read them).
-const GrootShape* groot_shape_of(const PolicyArch& arch);
+
 
 }  // namespace ember::model

@@ -45,8 +45,6 @@ class GrootArch : public PolicyArch {
     return policy.ptr();
   }
 
-  const GrootShape& shape() const { return shape_; }
-
  private:
   GrootShape shape_;
 };
@@ -113,11 +111,6 @@ GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& wha
     if (e.kind() == ErrorKind::kCorruption) throw;
     throw Error(ErrorKind::kCorruption, what + ": " + e.what());
   }
-}
-
-const GrootShape* groot_shape_of(const PolicyArch& arch) {
-  auto* g = dynamic_cast<const GrootArch*>(&arch);
-  return g ? &g->shape() : nullptr;
 }
 
 std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape) { return std::make_shared<GrootArch>(shape); }

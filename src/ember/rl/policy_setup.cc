@@ -1,9 +1,5 @@
 #include "ember/rl/policy_setup.h"
 
-#include <ATen/core/grad_mode.h>
-
-#include <algorithm>
-
 #include "ember/core/error.h"
 #include "ember/model/policy_type.h"
 #include "ember/model/prompt.h"
@@ -60,18 +56,6 @@ train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const s
     throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy's actions have " + std::to_string(b.spec.action_dim) +
                                                  " dimensions, the simulator's " + std::to_string(sim::kActionDim));
   return b;
-}
-
-PolicyPtr copy_policy(const train::PolicyBundle& bundle, const at::Device& device) { return train::copy_module(bundle, device); }
-
-void copy_weights(torch::nn::Module& dst, const torch::nn::Module& src) {
-  at::NoGradGuard no_grad;
-  auto d = dst.parameters(), s = src.parameters();
-  if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_weights: policies of different shapes");
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (d[i].scalar_type() != s[i].scalar_type()) d[i].set_data(s[i].detach().clone());
-    else d[i].copy_(s[i]);
-  }
 }
 
 }  // namespace ember::rl

@@ -17,12 +17,6 @@ namespace ember::rl {
 // kInvalidArgument when its features are not the simulator's.
 train::PolicyBundle starting_policy(const RlConfig& config, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device);
 
-using PolicyPtr = std::shared_ptr<model::PolicyModuleImpl>;
-
-// A new policy of the bundle's architecture on device with the bundle's weights (eval mode).
-PolicyPtr copy_policy(const train::PolicyBundle& bundle, const at::Device& device);
-
-// dst's parameters := src's (same architecture), in place: the rollout's weight swap.
-void copy_weights(torch::nn::Module& dst, const torch::nn::Module& src);
+// (copies of the policy for the rollout and the reference: train::copy_module)
 
 }  // namespace ember::rl

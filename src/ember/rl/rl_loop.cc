@@ -235,7 +235,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
-  Learner learner(bundle.module, copy_policy(bundle, device), device, lo, value, ranks);
+  Learner learner(bundle.module, train::copy_module(bundle, device), device, lo, value, ranks);
   Resumed from;
   if (resume) {
     from = restore(resume->dir, learner, device);
@@ -245,7 +245,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   if (rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(copy_policy(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
+  RolloutServer server(train::copy_module(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
                        rollout_value);
   const int64_t gps = c.groups_per_step / world;  // this rank's
   EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps, rank, world);

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "ember/eval/checkpoint_policy.h"
-#include "ember/rl/policy_setup.h"
+#include "ember/train/policy_checkpoint.h"
 #include "ember/train/cuda_setup.h"
 
 namespace ember::rl {
@@ -50,7 +50,7 @@ std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, ui
 
 void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value) {
   std::lock_guard<std::mutex> lock(weights_mu_);
-  copy_weights(*policy_, from);
+  train::copy_parameters(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
   if (stream_) {
     // the copies ran on the caller's stream: the rollout's next batch waits for them there

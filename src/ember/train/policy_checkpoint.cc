@@ -114,15 +114,19 @@ void export_policy(const PolicyBundle& b, const std::string& format, const fs::p
   type.export_dir(out, *b.arch, b.spec, params, b.lerobot_unused, b.lerobot_config);
 }
 
-std::shared_ptr<model::PolicyModuleImpl> copy_module(const PolicyBundle& bundle, const at::Device& device) {
-  auto m = bundle.arch->build({}, device);
+void copy_parameters(torch::nn::Module& dst, const torch::nn::Module& src) {
   at::NoGradGuard no_grad;
-  auto d = m->parameters(), s = bundle.module->parameters();
-  if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_module: the bundle's module is not its architecture's");
+  auto d = dst.parameters(), s = src.parameters();
+  if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_parameters: modules of different architectures");
   for (size_t i = 0; i < d.size(); ++i) {
     if (d[i].scalar_type() != s[i].scalar_type()) d[i].set_data(s[i].detach().clone());
     else d[i].copy_(s[i]);
   }
+}
+
+std::shared_ptr<model::PolicyModuleImpl> copy_module(const PolicyBundle& bundle, const at::Device& device) {
+  auto m = bundle.arch->build({}, device);
+  copy_parameters(*m, *bundle.module);
   m->eval();
   return m;
 }

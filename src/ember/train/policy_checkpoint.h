@@ -59,6 +59,10 @@ PolicyBundle import_lerobot_bundle(const std::filesystem::path& dir, const std::
 // Throws kInvalidArgument naming the type when it has no export to FORMAT.
 void export_policy(const PolicyBundle& bundle, const std::string& format, const std::filesystem::path& out);
 
+// dst's parameters := src's (the same architecture), in place; a parameter of another dtype is
+// replaced by a copy. The rollout's weight swap and copy_module.
+void copy_parameters(torch::nn::Module& dst, const torch::nn::Module& src);
+
 // A new module of the bundle's architecture on device holding the bundle's weights (eval mode).
 std::shared_ptr<model::PolicyModuleImpl> copy_module(const PolicyBundle& bundle, const at::Device& device);
 
