@@ -55,7 +55,16 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.replan_steps", c->replan_steps, "chunk steps executed per policy call (default 5)");
   r->add_option("--rl.camera_size", c->camera_size, "cameras rendered at N px and resized by the policy, as `ember eval --image_size` (default 0: the policy's size)");
   r->add_option("--rl.max_episode_steps", c->max_episode_steps, "cut episodes at N steps (default: the task's limit)");
-  r->add_option("--rl.noise_std", c->noise_std, "flow-noise std per denoising step (default 0.2)");
+  r->add_option("--rl.noise_method", c->noise_method,
+                "sde (default: πRL's Flow-SDE, noise in one denoising step per chunk) | every_step (a fixed std on every step)");
+  r->add_option("--rl.noise_level", c->noise_level, "sde: the noise level a, sigma_t = a sqrt(t / (1 - t)) (default 0.5)");
+  r->add_option("--rl.noise_std", c->noise_std, "every_step: the noise std per denoising step (default 0.2)");
+  r->add_option("--rl.denoise_steps", c->denoise_steps, "denoising steps of the rollout and the learner (default 0: the policy's own)");
+  r->add_option("--rl.logprob_rows", c->logprob_rows,
+                "executed (default: the log-probability over the replan_steps rows the environment runs) | chunk (all rows)");
+  r->add_option("--rl.filter_low", c->filter_low, "GRPO: leave out groups whose mean success is below this (default 0)");
+  r->add_option("--rl.filter_high", c->filter_high, "GRPO: leave out groups whose mean success is above this (default 1)");
+  r->add_option("--rl.weight_decay", c->weight_decay, "the policy's AdamW weight decay (default 0.01)");
   r->add_option("--rl.shaping", c->shaping, "return = success + shaping x progress in metres (default 0)");
   r->add_option("--rl.clip", c->clip, "PPO ratio clip (default 0.2)");
   r->add_option("--rl.max_staleness", c->max_staleness, "drop groups sampled more than K versions ago (default 1)");

@@ -40,6 +40,7 @@ inline RlConfig tiny_run(const std::string& out) {
   c.max_batch = 8;
   c.replan_steps = 8;
   c.max_episode_steps = 24;
+  c.noise_method = "every_step";  // the loop's mechanics, calibrated on a fixed std (the recipe: rl_recipe_test)
   c.noise_std = 0.3;
   c.shaping = 10;
   c.lr = 3e-3;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include "ember/model/pi05.h"
@@ -116,14 +117,14 @@ TEST(FlowNoise, RecomputedLogProbMatchesAndFollowsTheWeights) {
   auto in = inputs(shape, s);
   FlowNoise noise{0.2, 7};
   Chain chain = sample_chain(*policy, in, noise, seeds(4));
-  auto again = chain_log_prob(*policy, in, chain.x, noise);
+  auto again = chain_log_prob(*policy, in, chain.x, {}, noise);
   EXPECT_TRUE(at::allclose(again, chain.log_prob, 1e-4, 1e-3)) << again - chain.log_prob;
   // other weights: the stored chain's density under them, against the direct computation
   {
     at::NoGradGuard no_grad;
     for (auto& p : policy->parameters()) p.add_(at::randn_like(p) * 0.02);
   }
-  auto moved = chain_log_prob(*policy, in, chain.x, noise);
+  auto moved = chain_log_prob(*policy, in, chain.x, {}, noise);
   EXPECT_GT((moved - chain.log_prob).abs().max().item<double>(), 1e-3);
   at::NoGradGuard no_grad;
   auto x1 = chain.x.select(1, 1);
@@ -144,6 +145,96 @@ TEST(FlowNoise, SampleChainDoesNotDependOnTheBatch) {
   Chain alone = sample_chain(*policy, inputs(shape, one), noise, {seeds(3)[1]});
   EXPECT_TRUE(at::allclose(all.x[1], alone.x[0], 1e-5, 1e-5));
   EXPECT_TRUE(at::allclose(all.log_prob[1], alone.log_prob[0], 1e-4, 1e-3));
+}
+
+// log N(y; mu, sigma^2) over the first rows rows and d dims, in double precision
+double direct_log_prob_rows(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t d, int64_t rows) {
+  return direct_log_prob(y.narrow(0, 0, rows), mu.narrow(0, 0, rows), sigma, d);
+}
+
+TEST(FlowSde, OneNoisyStepWithTheDriftCorrectedMeanAndItsLogProb) {
+  at::manual_seed(4);
+  auto shape = tiny_shape();
+  shape.flow_steps = 4;
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  const int n = 6, K = 4;
+  auto s = samples(shape, n);
+  auto in = inputs(shape, s);
+  FlowNoise noise{0.5, 7, NoiseMethod::kSde, /*rows=*/3};
+  Chain chain = sample_chain(*policy, in, noise, seeds(n));
+  ASSERT_EQ(chain.x.sizes(), (at::IntArrayRef{n, K + 1, 4, 9}));
+  ASSERT_EQ(chain.log_prob.sizes(), (at::IntArrayRef{n, 1}));
+  ASSERT_TRUE(chain.noisy_step.defined());
+  at::NoGradGuard no_grad;
+  std::set<int64_t> seen;
+  for (int j = 0; j < n; ++j) seen.insert(chain.noisy_step[j].item<int64_t>());
+  for (int i = 0; i < K; ++i) {
+    // everything in double precision, the velocity uncached (prefix recomputed)
+    const double t = 1.0 - double(i) / K, dt = 1.0 / K, t_next = t - dt;
+    auto xi = chain.x.select(1, i);
+    auto v_all = policy->velocity(in, xi, at::full({n}, t)).to(at::kDouble);
+    for (int j = 0; j < n; ++j) {
+      const int64_t noisy = chain.noisy_step[j].item<int64_t>();
+      ASSERT_GE(noisy, 0);
+      ASSERT_LT(noisy, K);
+      auto x = xi[j].to(at::kDouble), v = v_all[j];
+      auto next = chain.x[j][i + 1].to(at::kDouble);
+      if (i != noisy) {
+        // the deterministic Euler step on the real dims
+        EXPECT_TRUE(at::allclose(next.narrow(-1, 0, 7), (x - dt * v).narrow(-1, 0, 7), 1e-4, 1e-4)) << "sample " << j << " step " << i;
+        continue;
+      }
+      const double sigma = 0.5 * std::sqrt(t / (i == 0 ? dt : 1.0 - t));
+      auto x0_hat = x - t * v, x1_hat = x + (1 - t) * v;
+      auto mean = (1 - t_next) * x0_hat + (t_next - sigma * sigma * dt / (2 * t)) * x1_hat;
+      const double sd = std::sqrt(dt) * sigma;
+      double want = direct_log_prob_rows(next, mean, sd, 7, 3);
+      EXPECT_NEAR(chain.log_prob[j][0].item<double>(), want, 1e-3 * std::abs(want) + 1e-3) << "sample " << j;
+      // the noise is there: not the ODE's step
+      EXPECT_GT((next - (x - dt * v)).narrow(-1, 0, 7).abs().max().item<double>(), 1e-3);
+    }
+  }
+  // padded dims on the trained path: zero at t = 0
+  EXPECT_TRUE(at::allclose(chain.x.select(1, K).narrow(-1, 7, 2), at::zeros({n, 4, 2})));
+  EXPECT_GE(seen.size(), 2u) << "every sample drew the same noisy step";
+  // recomputed by the learner's pass: the same; under moved weights: the direct density
+  auto again = chain_log_prob(*policy, in, chain.x, chain.noisy_step, noise);
+  EXPECT_TRUE(at::allclose(again, chain.log_prob, 1e-4, 1e-3)) << again - chain.log_prob;
+  for (auto& p : policy->parameters()) p.add_(at::randn_like(p) * 0.02);
+  auto moved = chain_log_prob(*policy, in, chain.x, chain.noisy_step, noise);
+  EXPECT_GT((moved - chain.log_prob).abs().max().item<double>(), 1e-3);
+}
+
+TEST(FlowSde, SigmaMatchesPiRlSchedule) {
+  // a * sqrt(t / (1 - t)), the first step's 1 - t taken as 1 - t_1
+  EXPECT_NEAR(sde_sigma(0, 4, 0.5), 0.5 * std::sqrt(1.0 / 0.25), 1e-12);
+  EXPECT_NEAR(sde_sigma(1, 4, 0.5), 0.5 * std::sqrt(0.75 / 0.25), 1e-12);
+  EXPECT_NEAR(sde_sigma(3, 4, 0.5), 0.5 * std::sqrt(0.25 / 0.75), 1e-12);
+  EXPECT_EQ(parse_noise_method("sde", "--x"), NoiseMethod::kSde);
+  EXPECT_EQ(parse_noise_method("every_step", "--x"), NoiseMethod::kEveryStep);
+  EXPECT_THROW(parse_noise_method("flow", "--rl.noise_method"), Error);
+}
+
+TEST(FlowSde, ExploresOnThePolicysOwnDistribution) {
+  // the chunks' spread around the deterministic chunk: every_step's fixed std on all K steps
+  // adds up, sde's one step keeps the flow's marginals (here: a fresh policy whose velocity
+  // barely depends on x, so the ODE's chunk is x_0 minus a constant and sde's spread stays that
+  // of x_0, where every_step's adds sigma * sqrt(K) on top)
+  at::manual_seed(5);
+  auto shape = tiny_shape();
+  shape.flow_steps = 10;
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  const int n = 64;
+  std::vector<model::PolicySample> one = samples(shape, 1);
+  std::vector<model::PolicySample> s(n, one[0]);
+  auto in = inputs(shape, s);
+  auto sde = sample_chain(*policy, in, FlowNoise{0.5, 7, NoiseMethod::kSde}, seeds(n));
+  auto every = sample_chain(*policy, in, FlowNoise{0.2, 7, NoiseMethod::kEveryStep}, seeds(n));
+  const double sd_sde = sde.x.select(1, 10).narrow(-1, 0, 7).std(0).mean().item<double>();
+  const double sd_every = every.x.select(1, 10).narrow(-1, 0, 7).std(0).mean().item<double>();
+  EXPECT_LT(sd_sde, sd_every) << "sde " << sd_sde << " every_step " << sd_every;
 }
 
 TEST(Grpo, AdvantagesAreRelativeToTheGroup) {
@@ -288,7 +379,8 @@ std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& nois
       t.success = r > 0.5;
       auto s = samples(policy.base_shape(), 2, ++salt);
       Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77));
-      for (int j = 0; j < 2; ++j) t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], 0});
+      for (int j = 0; j < 2; ++j)
+        t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], c.noisy_step.defined() ? c.noisy_step[j].item<int64_t>() : -1, 0});
       g.members.push_back(std::move(t));
     }
     out.push_back(std::move(g));
@@ -379,7 +471,7 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
     at::NoGradGuard no_grad;
     std::vector<model::PolicySample> s{t.chunks[0].sample, t.chunks[1].sample};
     auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
-    return chain_log_prob(*learner.policy(), inputs(shape, s), x, noise).sum().item<double>();
+    return chain_log_prob(*learner.policy(), inputs(shape, s), x, {}, noise).sum().item<double>();
   };
   auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
   EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0]));  // advantage +1
@@ -458,7 +550,7 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   auto logp = [&](const ChunkRecord& c) {
     at::NoGradGuard no_grad;
     std::vector<model::PolicySample> s{c.sample};
-    return chain_log_prob(*learner.policy(), inputs(shape, s), c.chain.unsqueeze(0), noise).sum().item<double>();
+    return chain_log_prob(*learner.policy(), inputs(shape, s), c.chain.unsqueeze(0), {}, noise).sum().item<double>();
   };
   learner.accumulate(gs[0]);
   auto s = learner.step();

@@ -75,7 +75,7 @@ class ServerPolicy final : public sim::Policy {
         continue;
       }
       PolicyResponse r = it->reply.get();
-      ChunkRecord c{std::move(it->sample), r.chain, r.log_prob, r.version};
+      ChunkRecord c{std::move(it->sample), r.chain, r.log_prob, r.noisy_step, r.version};
       c.value = r.value;
       c.phi = it->phi;
       trajectories_[size_t(it->env)].chunks.push_back(std::move(c));

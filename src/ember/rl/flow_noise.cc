@@ -9,6 +9,24 @@
 
 namespace ember::rl {
 
+NoiseMethod parse_noise_method(const std::string& name, const std::string& flag) {
+  if (name == "every_step") return NoiseMethod::kEveryStep;
+  if (name == "sde") return NoiseMethod::kSde;
+  throw Error(ErrorKind::kInvalidArgument, flag + ": expected sde or every_step, got '" + name + "'");
+}
+
+const char* noise_method_name(NoiseMethod m) { return m == NoiseMethod::kSde ? "sde" : "every_step"; }
+
+int chain_terms(const FlowNoise& noise, const model::PolicyShape& shape) {
+  return noise.method == NoiseMethod::kSde ? 1 : shape.flow_steps;
+}
+
+double sde_sigma(int s, int K, double a) {
+  const double t = 1.0 - double(s) / K;
+  const double one_minus_t = double(std::max(s, 1)) / K;  // at t = 1: 1 - t_1
+  return a * std::sqrt(t / one_minus_t);
+}
+
 namespace {
 
 double step_time(int i, int steps) { return 1.0 - double(i) / steps; }
@@ -18,23 +36,35 @@ void check(const FlowNoise& noise, const model::PolicyShape& shape) {
   if (noise.action_dim < 1 || noise.action_dim > shape.max_action_dim)
     throw Error(ErrorKind::kInvalidArgument, "flow noise: action_dim " + std::to_string(noise.action_dim) + " outside 1.." +
                                                  std::to_string(shape.max_action_dim));
+  if (noise.rows < 0) throw Error(ErrorKind::kInvalidArgument, "flow noise: rows must be >= 0");
 }
 
-// x_{i+1} from mu_i: noisy real dims, padded dims on the trained path t_{i+1} * x_0
-at::Tensor next_state(const at::Tensor& mu, const at::Tensor& eps, const at::Tensor& x0, double t_next, const FlowNoise& noise) {
-  const int64_t d = noise.action_dim;
-  auto real = mu.narrow(-1, 0, d) + noise.sigma * eps;
-  if (d == mu.size(-1)) return real;
-  auto pad = t_next * x0.narrow(-1, d, mu.size(-1) - d);
-  return at::cat({real, pad}, -1);
+// x_{i+1}: the real dims from their new values, the padded dims on the trained path t_{i+1} * x_0
+at::Tensor with_padding(const at::Tensor& real, const at::Tensor& x0, double t_next) {
+  const int64_t d = real.size(-1), A = x0.size(-1);
+  if (d == A) return real;
+  return at::cat({real, t_next * x0.narrow(-1, d, A - d)}, -1);
+}
+
+// kSde's transition at per-sample times: x [m, H, A], v its velocity, t [m] (t_s), sigma [m]
+// (sigma_s), dt = 1/K; returns the mean [m, H, A]
+at::Tensor sde_mean(const at::Tensor& x, const at::Tensor& v, const at::Tensor& t, const at::Tensor& sigma, double dt) {
+  auto tt = t.view({-1, 1, 1}), ss = sigma.view({-1, 1, 1});
+  auto x0_hat = x - tt * v, x1_hat = x + (1 - tt) * v;
+  auto t_next = tt - dt;
+  return (1 - t_next) * x0_hat + (t_next - ss.square() * dt / (2 * tt)) * x1_hat;
 }
 
 }  // namespace
 
-at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t action_dim) {
-  auto z = (y.narrow(-1, 0, action_dim) - mu.narrow(-1, 0, action_dim)) / sigma;
-  const double c = -std::log(sigma) - 0.5 * std::log(2 * M_PI);
-  return (-0.5 * z.square() + c).sum({-2, -1});
+at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& std, int64_t action_dim, int64_t rows) {
+  const int64_t h = rows > 0 ? std::min(rows, y.size(-2)) : y.size(-2);
+  auto diff = (y.narrow(-1, 0, action_dim) - mu.narrow(-1, 0, action_dim)).narrow(-2, 0, h);
+  at::Tensor s = std.dim() == 0 ? std : std.view({-1, 1, 1});
+  if (std.dim() > 0 && y.dim() != 3) throw Error(ErrorKind::kInternal, "gaussian_log_prob: a per-sample std needs [n, H, A]");
+  auto z = diff / s;
+  auto log_s = at::log(s.to(at::kDouble)).to(diff.scalar_type());
+  return (-0.5 * z.square() - log_s - 0.5 * std::log(2 * M_PI)).sum({-2, -1});
 }
 
 Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
@@ -47,34 +77,59 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
   model::PolicyInputs in = inputs;
   in.plan = inputs.plan.with_mask();  // once, not at every step
   const int K = shape.flow_steps;
+  const bool sde = noise.method == NoiseMethod::kSde;
   const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim, d = noise.action_dim;
-  // each sample's noise from its own stream: x_0 [H, A], then eps [K, H, d]
+  // each sample's noise from its own stream: x_0 [H, A], then (sde) its step s and eps [H, d],
+  // (every step) eps [K, H, d]
   std::vector<at::Tensor> x0s, epss;
+  std::vector<int64_t> steps;
   for (uint64_t s : seeds) {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(s);
     x0s.push_back(at::randn({H, A}, gen, at::kFloat));
-    epss.push_back(at::randn({K, H, d}, gen, at::kFloat));
+    if (sde) {
+      steps.push_back(at::randint(K, {1}, gen, at::kLong).item<int64_t>());
+      epss.push_back(at::randn({1, H, d}, gen, at::kFloat));
+    } else {
+      epss.push_back(at::randn({K, H, d}, gen, at::kFloat));
+    }
   }
   const auto device = in.prefix_gather.device();
-  auto x0 = at::stack(x0s).to(device);             // [n, H, A]
-  auto eps = at::stack(epss, 1).to(device);        // [K, n, H, d]
+  auto x0 = at::stack(x0s).to(device);       // [n, H, A]
+  auto eps = at::stack(epss, 1).to(device);  // [K or 1, n, H, d]
+  auto noisy_step = sde ? at::tensor(steps, at::kLong) : at::Tensor();
   auto prefix = policy.encode_prefix(in);
   auto features = policy.prefix_features(in, *prefix);
   std::vector<at::Tensor> xs{x0}, lps;
+  at::Tensor lp_sde = sde ? at::zeros({n}, x0.options()) : at::Tensor();
+  const double dt = 1.0 / K;
   at::Tensor x = x0;
   for (int i = 0; i < K; ++i) {
     auto t = at::full({n}, step_time(i, K), x.options());
-    auto mu = x + (-1.0 / K) * policy.prefix_velocity(in, *prefix, x, t).to(at::kFloat);
-    auto next = next_state(mu, eps[i], x0, step_time(i + 1, K), noise);
-    lps.push_back(gaussian_log_prob(next, mu, noise.sigma, d));
-    xs.push_back(next);
-    x = next;
+    auto v = policy.prefix_velocity(in, *prefix, x, t).to(at::kFloat);
+    auto ode = x - dt * v;
+    at::Tensor real;
+    if (sde) {
+      auto sigma = at::full({n}, sde_sigma(i, K, noise.sigma), x.options());
+      auto mean = sde_mean(x, v, t, sigma, dt);
+      auto std = sigma * std::sqrt(dt);
+      auto noisy = mean.narrow(-1, 0, d) + std.view({-1, 1, 1}) * eps[0];
+      auto here = (noisy_step == i).to(device).view({-1, 1, 1});
+      real = at::where(here, noisy, ode.narrow(-1, 0, d));
+      auto lp = gaussian_log_prob(real, mean, std, d, noise.rows);
+      lp_sde = at::where(here.view({-1}), lp, lp_sde);
+    } else {
+      real = ode.narrow(-1, 0, d) + noise.sigma * eps[i];
+      lps.push_back(gaussian_log_prob(real, ode, at::scalar_tensor(noise.sigma, x.options()), d, noise.rows));
+    }
+    x = with_padding(real, x0, step_time(i + 1, K));
+    xs.push_back(x);
   }
-  return {at::stack(xs, 1).cpu(), at::stack(lps, 1).cpu(), features};
+  auto log_prob = sde ? lp_sde.unsqueeze(1) : at::stack(lps, 1);
+  return {at::stack(xs, 1).cpu(), log_prob.cpu(), noisy_step, features};
 }
 
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
-                          const FlowNoise& noise, at::Tensor* features) {
+                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features) {
   const auto& shape = policy.base_shape();
   check(noise, shape);
   const int K = shape.flow_steps;
@@ -82,18 +137,38 @@ at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyIn
     throw Error(ErrorKind::kInternal, "chain_log_prob: chains are not [n, K+1, H, A]");
   model::PolicyInputs in = inputs;
   in.plan = inputs.plan.with_mask();
-  const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim;
+  const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim, d = noise.action_dim;
+  const double dt = 1.0 / K;
   auto prefix = policy.encode_prefix(in);
   if (features) *features = policy.prefix_features(in, *prefix);
+  if (noise.method == NoiseMethod::kSde) {
+    if (!noisy_step.defined() || noisy_step.numel() != n)
+      throw Error(ErrorKind::kInternal, "chain_log_prob: sde chains need their noisy steps");
+    auto s = noisy_step.to(at::kLong).to(x.device());
+    auto rows = at::arange(n, s.options());
+    auto state = x.index({rows, s}), next = x.index({rows, s + 1});  // [n, H, A]
+    auto sd = s.to(at::kDouble).cpu();
+    std::vector<double> ts, sigmas;
+    for (int64_t j = 0; j < n; ++j) {
+      const int i = int(sd[j].item<double>());
+      ts.push_back(step_time(i, K));
+      sigmas.push_back(sde_sigma(i, K, noise.sigma));
+    }
+    auto t = at::tensor(ts, at::kDouble).to(x.options());
+    auto sigma = at::tensor(sigmas, at::kDouble).to(x.options());
+    auto v = policy.prefix_velocity(in, *prefix, state, t).to(at::kFloat);
+    auto mean = sde_mean(state, v, t, sigma, dt);
+    return gaussian_log_prob(next, mean, sigma * std::sqrt(dt), d, noise.rows).unsqueeze(1);  // [n, 1]
+  }
   // the K steps as K * n suffixes over the one prefix (step-major: row i * n + j is sample j at
   // step i): pi05 runs them as one pass of the action expert instead of K
   auto states = x.narrow(1, 0, K).transpose(0, 1).reshape({K * n, H, A});
   std::vector<at::Tensor> times;
   for (int i = 0; i < K; ++i) times.push_back(at::full({n}, step_time(i, K), x.options()));
   auto v = policy.prefix_velocity(in, *prefix, states, at::cat(times)).to(at::kFloat);
-  auto mu = states + (-1.0 / K) * v;
+  auto mu = states - dt * v;
   auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
-  return gaussian_log_prob(next, mu, noise.sigma, noise.action_dim).view({K, n}).t();  // [n, K]
+  return gaussian_log_prob(next, mu, at::scalar_tensor(noise.sigma, x.options()), d, noise.rows).view({K, n}).t();  // [n, K]
 }
 
 }  // namespace ember::rl

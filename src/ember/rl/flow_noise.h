@@ -1,54 +1,82 @@
-// Flow-noise (as in πRL): the policy's Euler integration of the flow made stochastic, so that
-// every denoising step is a Gaussian transition whose log-probability is exact.
+// The policy's Euler integration of the flow made stochastic, so that the sampled actions have a
+// log-probability the learner can take a ratio of (πRL, arXiv 2510.25889). pi0's time convention
+// (t = 1 noise, t = 0 action; x_{t - dt} = x_t - dt * v), K steps, t_i = 1 - i/K, dt = 1/K:
 //
-//   x_0 ~ N(0, I)                                     [n, H, A], the usual initial noise
-//   step i (t_i = 1 - i/K, dt = -1/K):
-//     mu_i      = x_i + dt * v(x_i, t_i)              the deterministic Euler step
-//     x_{i+1}   = mu_i + sigma * eps_i                on the real action dims (d < action_dim)
-//     x_{i+1}   = t_{i+1} * x_0                       on the padded dims (A > action_dim)
-//   log p_i     = sum over (H, d < action_dim) of log N(x_{i+1}; mu_i, sigma^2)
+//   x_0 ~ N(0, I)                                          [n, H, A], the usual initial noise
 //
-// The padded dims follow the path the policy was trained on (its targets are zero there:
-// x_t = t * noise), a policy-independent transition, so the chain's density is the product of
-// the K Gaussians above under any weights: the ratio of two policies' log p_i on a stored chain
-// is an exact importance ratio. x_K[:, :, :action_dim] is the action chunk (normalised).
+// Two noise methods (docs/rl.md says what each ratio is exact for):
+//
+// kEveryStep (ReinFlow-like, a fixed std): every step is a Gaussian transition
+//     mu_i = x_i - dt * v(x_i, t_i),  x_{i+1} = mu_i + sigma * eps_i
+//   log p = the K transitions' log-densities, one clipped-ratio term each.
+//
+// kSde (πRL's Flow-SDE, their LIBERO default): one step s per sample, drawn uniformly from
+// 0..K-1, is the Euler-Maruyama step of the SDE whose marginals equal the ODE's; the others are
+// the deterministic ODE step. With a the noise level (sigma here), at step s:
+//     sigma_s = a * sqrt(t_s / (1 - t_s))      (1 - t_0 taken as 1 - t_1 = 1/K: finite at t = 1)
+//     x0_hat  = x_s - t_s * v,  x1_hat = x_s + (1 - t_s) * v        (the action and noise guesses)
+//     mean    = (1 - t_{s+1}) * x0_hat + (t_{s+1} - sigma_s^2 * dt / (2 t_s)) * x1_hat
+//     x_{s+1} = mean + sqrt(dt) * sigma_s * eps
+//   log p = that one transition's log-density: one term per chunk. Exploration stays on the
+//   policy's own action distribution (the SDE keeps the flow's marginals), where a fixed std on
+//   every step moves the chunk off it.
+//
+// Either way the padded dims (>= action_dim) follow the path the policy was trained on
+// (x_{i+1} = t_{i+1} * x_0: its targets are zero there), policy-independent, and the
+// log-density covers only the real dims of the chunk's first `rows` rows (the rows the
+// environment executes). x_K[:, :, :action_dim] is the action chunk (normalised).
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ember/model/policy.h"
 
 namespace ember::rl {
 
+enum class NoiseMethod { kEveryStep, kSde };
+// "every_step" | "sde"; anything else a user error naming flag
+NoiseMethod parse_noise_method(const std::string& name, const std::string& flag);
+const char* noise_method_name(NoiseMethod m);
+
 struct FlowNoise {
-  double sigma = 0.1;     // std of each step's noise, in normalised action units (> 0)
-  int64_t action_dim = 7; // the real action dims (<= shape.max_action_dim)
+  double sigma = 0.1;      // kEveryStep: each step's std; kSde: the noise level a (> 0)
+  int64_t action_dim = 7;  // the real action dims (<= shape.max_action_dim)
+  NoiseMethod method = NoiseMethod::kEveryStep;
+  int64_t rows = 0;        // the log-density over the chunk's first `rows` rows (0: all H)
 };
 
+// the log-probability terms of one chain: K = shape.flow_steps (kEveryStep) or 1 (kSde)
+int chain_terms(const FlowNoise& noise, const model::PolicyShape& shape);
+
 struct Chain {
-  at::Tensor x;         // [n, K+1, H, A] float32: x_0 .. x_K
-  at::Tensor log_prob;  // [n, K] float32: log p_i of each step under the sampling policy
-  at::Tensor features;  // [n, F] float32 (on the device): the prefix's pooled features (PolicyModuleImpl::prefix_features)
+  at::Tensor x;           // [n, K+1, H, A] float32: x_0 .. x_K
+  at::Tensor log_prob;    // [n, T] float32: the terms' log p under the sampling policy (T: chain_terms)
+  at::Tensor noisy_step;  // kSde: [n] int64, each sample's noisy step s (host); kEveryStep: undefined
+  at::Tensor features;    // [n, F] float32 (on the device): the prefix's pooled features (PolicyModuleImpl::prefix_features)
 };
 
 // Samples the chain for a batch, the prefix computed once. seeds[j] (n of them) seeds sample j's
-// noise (x_0 and every eps_i, drawn on the CPU), so a sample's chain does not depend on which
-// batch it was in. No gradients.
+// noise (x_0, kSde's step s and every eps, drawn on the CPU), so a sample's chain does not depend
+// on which batch it was in. No gradients.
 Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const FlowNoise& noise,
                    const std::vector<uint64_t>& seeds);
 
-// log p_i [n, K] of stored chains x [n, K+1, H, A] under the policy's current weights, the prefix
-// computed once; differentiable when grad mode is on.
+// log p [n, T] of stored chains x [n, K+1, H, A] (kSde: with their noisy steps [n] int64) under
+// the policy's current weights, the prefix computed once; differentiable when grad mode is on.
 // features: when given, set to the prefix's pooled features [n, F] (on the policy's device,
 // no gradient; value_head.h).
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x,
-                          const FlowNoise& noise, at::Tensor* features = nullptr);
+                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features = nullptr);
 
-// log N(y; mu, sigma^2) summed over the last two dims ([.., H, A] -> [..]) of the first
-// action_dim columns: the per-step density above.
-at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t action_dim);
+// log N(y; mu, std^2) summed over the real dims (the first action_dim columns) of the first rows
+// rows (0: all): [.., H, A] -> [..]. std: a number, or a tensor of the leading dims' shape.
+at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& std, int64_t action_dim, int64_t rows);
+
+// kSde's step s: sigma_s (before sqrt(dt)) for K steps and noise level a
+double sde_sigma(int s, int K, double a);
 
 }  // namespace ember::rl

@@ -25,12 +25,12 @@ Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_pt
   if (options_.ppo && !value_) throw Error(ErrorKind::kInternal, "Learner: PPO needs a value head");
   // bf16 autocast on CUDA, as the rollout samples
   const bool autocast = device_.is_cuda();
-  policy->train();
+  policy->eval();  // gradients flow in eval mode; dropout (groot's DiT) would corrupt the ratios
   if (!options_.train_prefix)
     for (const auto& p : policy->named_parameters())
       if (policy->is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
-  // πRL's AdamW: betas (0.9, 0.95), no weight decay
-  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = 0.0, .betas = {0.9, 0.95}, .eps = 1e-8});
+  // πRL's AdamW: betas (0.9, 0.95)
+  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = options_.weight_decay, .betas = {0.9, 0.95}, .eps = 1e-8});
   // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
   step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();
@@ -47,13 +47,20 @@ Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_pt
 void Learner::accumulate(const Group& group) {
   if (options_.ppo) return accumulate_ppo(group);
   std::vector<double> returns;
+  double successes = 0;
   for (const auto& t : group.members) {
     returns.push_back(t.ret);
+    successes += t.success;
     acc_.success += t.success;
     acc_.ret += t.ret;
     ++episodes_;
   }
   ++acc_.groups;
+  const double rate = group.members.empty() ? 0.0 : successes / double(group.members.size());
+  if (rate < options_.filter_low - 1e-12 || rate > options_.filter_high + 1e-12) {
+    ++acc_.filtered_groups;
+    return;
+  }
   auto adv = group_advantages(returns);
   bool signal = false;
   for (double a : adv) signal = signal || a != 0;
@@ -115,7 +122,10 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
                          const std::vector<double>& returns) {
   std::vector<const model::PolicySample*> samples;
   std::vector<at::Tensor> xs, olds;
-  for (const auto* c : chunks) samples.push_back(&c->sample), xs.push_back(c->chain), olds.push_back(c->log_prob);
+  std::vector<int64_t> steps;
+  for (const auto* c : chunks)
+    samples.push_back(&c->sample), xs.push_back(c->chain), olds.push_back(c->log_prob), steps.push_back(c->noisy_step);
+  auto noisy_step = options_.noise.method == NoiseMethod::kSde ? at::tensor(steps, at::kLong) : at::Tensor();
   auto in = model::collate(samples, state_.shape, model::AttentionBackend::kVarlen).to(device_);
   auto x = at::stack(xs).to(device_);      // [m, K+1, H, A]
   auto old = at::stack(olds).to(device_);  // [m, K]
@@ -130,9 +140,9 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
     at::Tensor ref;
     if (measure_kl) {
       at::NoGradGuard no_grad;
-      ref = chain_log_prob(*reference_, in, x, options_.noise);
+      ref = chain_log_prob(*reference_, in, x, noisy_step, options_.noise);
     }
-    auto lp = chain_log_prob(policy, in, x, options_.noise, returns.empty() ? nullptr : &features);
+    auto lp = chain_log_prob(policy, in, x, noisy_step, options_.noise, returns.empty() ? nullptr : &features);
     terms = lp.numel();
     s = clipped_surrogate(lp, old, adv, options_.clip, ref);
     return s.loss_sum;
@@ -157,22 +167,23 @@ StepStats Learner::step() {
   const double local_terms = double(acc_.terms);
   // the job's sums (one process: this one's)
   auto sums = sum_over_ranks(ranks_.get(),
-                             {double(acc_.terms), double(acc_.chunks), double(acc_.groups), double(acc_.flat_groups),
+                             {double(acc_.terms), double(acc_.chunks), double(acc_.groups), double(acc_.flat_groups), double(acc_.filtered_groups),
                               double(micro_batches_), acc_.success, acc_.ret, double(episodes_),
                               clipped_.defined() ? clipped_.item<double>() : 0.0, kl_sum_.defined() ? kl_sum_.item<double>() : 0.0,
                               double(kl_terms_), double(value_terms_)},
                              device_);
   out.terms = int64_t(sums[0]), out.chunks = int64_t(sums[1]), out.groups = int64_t(sums[2]), out.flat_groups = int64_t(sums[3]);
-  out.micro_batches = int64_t(sums[4]);
-  const double episodes = sums[7], kl_terms = sums[10], value_terms = sums[11];
-  out.success = episodes > 0 ? sums[5] / episodes : 0.0;
-  out.ret = episodes > 0 ? sums[6] / episodes : 0.0;
+  out.filtered_groups = int64_t(sums[4]);
+  out.micro_batches = int64_t(sums[5]);
+  const double episodes = sums[8], kl_terms = sums[11], value_terms = sums[12];
+  out.success = episodes > 0 ? sums[6] / episodes : 0.0;
+  out.ret = episodes > 0 ? sums[7] / episodes : 0.0;
   if (out.terms > 0) {
     auto o = step_->finish(options_.lr, local_terms);  // sums over the ranks itself
     out.grad_norm = o.grad_norm.item<double>();
     out.loss = o.loss.item<double>();
-    out.clip_frac = sums[8] / double(out.terms);
-    out.kl = kl_terms > 0 ? sums[9] / kl_terms : 0.0;
+    out.clip_frac = sums[9] / double(out.terms);
+    out.kl = kl_terms > 0 ? sums[10] / kl_terms : 0.0;
   }
   if (value_terms > 0) out.value_loss = value_step_->finish(options_.value_lr, double(value_terms_)).loss.item<double>();
   reset_accumulation();  // no term had an advantage: no update, the next step starts clean

@@ -37,6 +37,10 @@ struct LearnerOptions {
   int micro_batch = 16;
   int kl_every = 1;  // the reference's KL on every N-th micro-batch (a measurement only)
   bool train_prefix = true;  // false: the prefix's parameters frozen (model::is_prefix_parameter)
+  // GRPO: a group whose mean success lies outside [filter_low, filter_high] is left out (at a
+  // high success rate most groups all succeed and carry no signal; πRL keeps [0.1, 0.9])
+  double filter_low = 0.0, filter_high = 1.0;
+  double weight_decay = 0.0;  // the policy's AdamW
 };
 
 struct StepStats {
@@ -46,6 +50,7 @@ struct StepStats {
   double grad_norm = 0;
   int64_t terms = 0;     // chunk x denoising step terms with an advantage
   int64_t chunks = 0, groups = 0, flat_groups = 0;  // flat: equal returns, no signal
+  int64_t filtered_groups = 0;  // GRPO: mean success outside the filter (LearnerOptions)
   int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step, all ranks
   double success = 0, ret = 0;  // over the groups' episodes
   double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
@@ -57,8 +62,8 @@ std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double>
 
 class Learner {
  public:
-  // policy: trained in place (set to train mode; options.train_prefix false: its prefix's
-  // parameters set not to require gradients); reference: the starting weights (frozen);
+  // policy: trained in place (kept in eval mode: no dropout, so the log-probabilities are the
+  // sampler's; options.train_prefix false: its prefix's parameters set not to require gradients); reference: the starting weights (frozen);
   // value: PPO's value head, trained in place (required with options.ppo). ranks: the
   // data-parallel job's collectives (null: one process); the weights must already agree.
   Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_ptr<model::PolicyModuleImpl> reference, at::Device device, LearnerOptions options,

@@ -33,7 +33,14 @@ void validate(const RlConfig& c) {
   require(c.replan_steps > 0, "rl.replan_steps", "must be > 0");
   require(c.camera_size == 0 || (c.camera_size >= 8 && c.camera_size <= 2048), "rl.camera_size", "must be 0 (the policy's size) or in 8..2048");
   require(c.max_episode_steps >= 0, "rl.max_episode_steps", "must be >= 0");
-  require(c.noise_std > 0, "rl.noise_std", "must be > 0");
+  require(c.noise_std > 0 && std::isfinite(c.noise_std), "rl.noise_std", "must be a finite number > 0");
+  require(c.noise_method == "sde" || c.noise_method == "every_step", "rl.noise_method", "expected sde or every_step, got '" + c.noise_method + "'");
+  require(c.noise_level > 0 && c.noise_level <= 10, "rl.noise_level", "must be in (0, 10]");
+  require(c.denoise_steps >= 0 && c.denoise_steps <= 1000, "rl.denoise_steps", "must be in 0..1000 (0: the policy's own)");
+  require(c.logprob_rows == "executed" || c.logprob_rows == "chunk", "rl.logprob_rows", "expected executed or chunk, got '" + c.logprob_rows + "'");
+  require(c.filter_low >= 0 && c.filter_low <= c.filter_high && c.filter_high <= 1, "rl.filter_low/rl.filter_high",
+          "must satisfy 0 <= filter_low <= filter_high <= 1");
+  require(c.weight_decay >= 0 && c.weight_decay < 1, "rl.weight_decay", "must be in [0, 1)");
   require(c.shaping >= 0, "rl.shaping", "must be >= 0");
   require(c.clip > 0 && c.clip < 1, "rl.clip", "must be in (0, 1)");
   require(c.max_staleness >= 0, "rl.max_staleness", "must be >= 0");
@@ -60,7 +67,8 @@ void validate(const RlConfig& c) {
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
   X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
-  X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs)
+  X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs) X(noise_method) X(noise_level) X(denoise_steps) \
+  X(logprob_rows) X(filter_low) X(filter_high) X(weight_decay)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

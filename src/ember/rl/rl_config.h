@@ -39,7 +39,20 @@ struct RlConfig {
   int64_t replan_steps = 5;       // chunk steps executed before the policy is asked again
   int64_t camera_size = 0;        // cameras rendered at this size, resized by the policy (0: its vision size)
   int64_t max_episode_steps = 0;  // > 0: cut episodes at this many steps (else the task's limit)
-  double noise_std = 0.2;         // flow-noise std per denoising step (normalised units)
+  // exploration (flow_noise.h): "sde" (πRL's Flow-SDE: one noisy step per chunk, at
+  // noise_level) or "every_step" (a fixed std, noise_std, on every step)
+  std::string noise_method = "sde";
+  double noise_level = 0.5;       // sde: the noise level a (sigma_t = a sqrt(t / (1 - t)))
+  double noise_std = 0.2;         // every_step: std per denoising step (normalised units)
+  int64_t denoise_steps = 0;      // the rollout's denoising steps (0: the policy's own)
+  // the log-probability's rows: "executed" (the replan_steps rows the environment runs) or
+  // "chunk" (all of the chunk's rows)
+  std::string logprob_rows = "executed";
+  // GRPO: groups whose mean success lies outside [filter_low, filter_high] are left out (πRL:
+  // [0.1, 0.9]; with success as the return, groups of 10 or fewer episodes at 0 or 1 are flat
+  // anyway, so the filter matters only with shaping: off by default)
+  double filter_low = 0, filter_high = 1;
+  double weight_decay = 0.01;     // the policy's AdamW weight decay (πRL's)
   double shaping = 0;             // return = success + shaping * (progress in metres)
   double clip = 0.2;              // PPO ratio clip
   int64_t max_staleness = 1;      // async: drop groups sampled more than this many versions ago

@@ -32,6 +32,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// the exploration the flags ask for (flow_noise.h)
+FlowNoise flow_noise(const RlConfig& c, int64_t action_dim) {
+  FlowNoise n;
+  n.method = parse_noise_method(c.noise_method, "--rl.noise_method");
+  n.sigma = n.method == NoiseMethod::kSde ? c.noise_level : c.noise_std;
+  n.action_dim = action_dim;
+  n.rows = c.logprob_rows == "executed" ? c.replan_steps : 0;
+  return n;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // The counters behind one step's busy fractions and rates.
@@ -225,7 +235,10 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   }
   LearnerOptions lo;
   lo.ppo = c.algo == "ppo";
-  lo.noise = {c.noise_std, bundle.spec.action_dim};
+  lo.noise = flow_noise(c, bundle.spec.action_dim);
+  lo.filter_low = c.filter_low;
+  lo.filter_high = c.filter_high;
+  lo.weight_decay = c.weight_decay;
   lo.clip = c.clip;
   lo.lr = c.lr;
   lo.grad_clip_norm = c.grad_clip_norm;
@@ -364,7 +377,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     const auto& s = it.learner;
     if (log) log->log(it.step, s.loss,
             {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
-             {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)},
+             {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)}, {"filtered_groups", double(s.filtered_groups)},
              {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
              {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"epochs", double(it.epochs)}, {"env_steps", double(env_steps_total)},
              {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});

@@ -106,12 +106,13 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
     }
     version = version_;
   }
-  const int K = policy_->base_shape().flow_steps;
+  const int64_t K = chain.x.size(1) - 1;
   for (size_t j = 0; j < batch.size(); ++j) {
     PolicyResponse r;
     r.chain = chain.x[int64_t(j)].contiguous();
     r.log_prob = chain.log_prob[int64_t(j)].contiguous();
     r.version = version;
+    if (chain.noisy_step.defined()) r.noisy_step = chain.noisy_step[int64_t(j)].item<int64_t>();
     r.value = values[j];
     r.chunk = eval::action_chunk(builder_, r.chain[K]);
     batch[j].reply->set_value(std::move(r));

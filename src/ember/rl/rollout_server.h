@@ -28,7 +28,8 @@ namespace ember::rl {
 
 struct PolicyResponse {
   at::Tensor chain;     // [K+1, H, A] float32, host
-  at::Tensor log_prob;  // [K] float32, host
+  at::Tensor log_prob;  // [T] float32, host (flow_noise.h)
+  int64_t noisy_step = -1;  // the sde noise method's noisy step (else -1)
   int64_t version = 0;
   double value = 0;        // the value head's V of the request (0 without a value head)
   sim::ActionChunk chunk;  // simulator units, [-1, 1]

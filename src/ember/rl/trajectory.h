@@ -17,7 +17,8 @@ namespace ember::rl {
 struct ChunkRecord {
   model::PolicySample sample;  // the policy's input (host)
   at::Tensor chain;            // [K+1, H, A] float32 (host): x_0 .. x_K
-  at::Tensor log_prob;         // [K] float32: each step's log p under the sampling weights
+  at::Tensor log_prob;         // [T] float32: the chain's log p terms under the sampling weights (flow_noise.h)
+  int64_t noisy_step = -1;     // the sde noise method: the chain's noisy step (else -1)
   int64_t version = 0;         // the weights' version that sampled it (optimizer steps done)
   double value = 0;            // PPO: the value head's V at sampling (0 without one)
   double phi = 0;              // the shaping potential at the chunk's first observation
