@@ -59,7 +59,7 @@ void add_rl_command(CLI::App& app, Action& action) {
                 "sde (default: πRL's Flow-SDE, noise in one denoising step per chunk) | every_step (a fixed std on every step)");
   r->add_option("--rl.noise_level", c->noise_level, "sde: the noise level a, sigma_t = a sqrt(t / (1 - t)) (default 0.5)");
   r->add_option("--rl.noise_std", c->noise_std, "every_step: the noise std per denoising step (default 0.2)");
-  r->add_option("--rl.denoise_steps", c->denoise_steps, "denoising steps of the rollout and the learner (default 0: the policy's own)");
+  r->add_option("--rl.denoise_steps", c->denoise_steps, "denoising steps of the rollout and the learner; the policy is rebuilt with them (default 4; 0: the policy's own)");
   r->add_option("--rl.logprob_rows", c->logprob_rows,
                 "executed (default: the log-probability over the replan_steps rows the environment runs) | chunk (all rows)");
   r->add_option("--rl.filter_low", c->filter_low, "GRPO: leave out groups whose mean success is below this (default 0)");

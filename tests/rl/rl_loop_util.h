@@ -42,6 +42,7 @@ inline RlConfig tiny_run(const std::string& out) {
   c.max_episode_steps = 24;
   c.noise_method = "every_step";  // the loop's mechanics, calibrated on a fixed std (the recipe: rl_recipe_test)
   c.noise_std = 0.3;
+  c.denoise_steps = 0;  // the fresh policy's 3
   c.shaping = 10;
   c.lr = 3e-3;
   return c;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -397,6 +398,24 @@ train::PolicyBundle bundle_of(const model::PolicyShape& shape, uint64_t seed) {
   return b;
 }
 
+TEST(PolicySetup, DenoiseStepsRebuildThePolicyWithTheSameWeights) {
+  auto shape = tiny_shape();  // 3 flow steps
+  auto b = bundle_of(shape, 9);
+  auto before = b.module;
+  use_flow_steps(b, 5, at::kCPU);
+  EXPECT_EQ(b.shape.flow_steps, 5);
+  EXPECT_EQ(b.arch->base().flow_steps, 5);
+  EXPECT_EQ(b.module->base_shape().flow_steps, 5);
+  EXPECT_NE(b.module.get(), before.get());
+  auto p = before->named_parameters(), q = b.module->named_parameters();
+  ASSERT_EQ(p.size(), q.size());
+  for (const auto& kv : p) EXPECT_TRUE(at::equal(kv.value(), q[kv.key()])) << kv.key();
+  // the policy.json its checkpoints write records the steps
+  EXPECT_EQ(model::arch_from_json(b.arch->to_json(), "test")->base().flow_steps, 5);
+  use_flow_steps(b, 0, at::kCPU);  // 0: unchanged
+  EXPECT_EQ(b.shape.flow_steps, 5);
+}
+
 TEST(Learner, SameUpdateStreamedOrBatched) {
   // async accumulates each group as it arrives in micro-batches; sync all at once: the same
   // trajectories must give the same step whatever the order and the split
@@ -599,6 +618,18 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.target_kl = -0.1;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.target_kl"), std::string::npos);
   c.target_kl = 0.02;
+  for (auto [flag, set] : std::vector<std::pair<std::string, std::function<void(RlConfig&)>>>{
+           {"--rl.noise_method", [](RlConfig& x) { x.noise_method = "ode"; }},
+           {"--rl.noise_level", [](RlConfig& x) { x.noise_level = 0; }},
+           {"--rl.noise_std", [](RlConfig& x) { x.noise_std = std::nan(""); }},
+           {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},
+           {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
+           {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
+           {"--rl.weight_decay", [](RlConfig& x) { x.weight_decay = -1; }}}) {
+    RlConfig bad = c;
+    set(bad);
+    EXPECT_NE(test::error_of([&] { validate(bad); }, ErrorKind::kInvalidArgument).find(flag), std::string::npos) << flag;
+  }
   c.placement = "ring";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.placement"), std::string::npos);
   c.placement = "split";

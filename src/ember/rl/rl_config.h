@@ -44,7 +44,11 @@ struct RlConfig {
   std::string noise_method = "sde";
   double noise_level = 0.5;       // sde: the noise level a (sigma_t = a sqrt(t / (1 - t)))
   double noise_std = 0.2;         // every_step: std per denoising step (normalised units)
-  int64_t denoise_steps = 0;      // the rollout's denoising steps (0: the policy's own)
+  // the rollout's and the learner's denoising steps; the policy is rebuilt with them, so its RL
+  // checkpoints sample as it was trained (0: the policy's own). πRL runs RL with 3-4; with 10,
+  // sde's late steps have stds near 0.05 whose terms dominate the gradient
+  // (bench/results/rl_sde_cpu_2026-12-03.md: 76.0 % with 10, 92.8 % with 4)
+  int64_t denoise_steps = 4;
   // the log-probability's rows: "executed" (the replan_steps rows the environment runs) or
   // "chunk" (all of the chunk's rows)
   std::string logprob_rows = "executed";
