@@ -3,7 +3,8 @@
 // seed: the tiny policy trained by `ember demo`'s recipe stopped at 600 of its 2500 steps (about
 // 70 % on `easy`), then 60 RL steps from it under three seeds, each evaluated on 200 trials.
 // Sync mode on the CPU is not bit-exact across machines (README), hence several seeds and
-// margins of about two standard errors (200 trials: 3 points near 80 %), not pinned figures.
+// margins (a 200-trial figure has a standard error of about 3 points near 80 %): every seed gains,
+// the mean gain is at least 8 points (measured: +16, +10 and +22 from 71.5 %).
 // Measured on the development VM, 2026-12-03 (bench/results/rl_sde_cpu_2026-12-03.md).
 #include <gtest/gtest.h>
 
@@ -81,10 +82,10 @@ TEST(RlRecipe, RaisesASupervisedTinyPolicyOnEasyUnderEverySeed) {
     for (const auto& it : r.iterations) env_steps += it.env_steps;
     std::printf("seed %d: %.1f %% -> %.1f %% after 60 steps (%lld env steps)\n", seed, 100 * start, 100 * after, (long long)env_steps);
     std::fflush(stdout);
-    EXPECT_GT(after, start + 0.06) << "seed " << seed;
+    EXPECT_GT(after, start + 0.02) << "seed " << seed;
     gain += (after - start) / 3;
   }
-  EXPECT_GT(gain, 0.10);
+  EXPECT_GT(gain, 0.08);
 }
 
 }  // namespace
