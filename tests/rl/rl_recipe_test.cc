@@ -1,11 +1,12 @@
 // `ember rl`'s default recipe (rl_config.h: Flow-SDE exploration, 4 denoising steps, GRPO,
 // executed-row log-probabilities) raises a supervised policy's closed-loop success, seed after
-// seed: the tiny policy trained by `ember demo`'s recipe stopped at 600 of its 2500 steps (about
-// 70 % on `easy`), then 60 RL steps from it under three seeds, each evaluated on 200 trials.
-// Sync mode on the CPU is not bit-exact across machines (README), hence several seeds and
-// margins (a 200-trial figure has a standard error of about 3 points near 80 %): every seed gains,
-// the mean gain is at least 8 points (measured: +16, +10 and +22 from 71.5 %).
-// Measured on the development VM, 2026-12-03 (bench/results/rl_sde_cpu_2026-12-03.md).
+// seed: the tiny policy trained by `ember demo`'s recipe stopped at 600 of its 2500 steps, then
+// 60 RL steps from it under three seeds, each evaluated on 200 trials. Sync mode on the CPU is
+// not bit-exact across machines (README), hence several seeds and margins (a 200-trial figure
+// has a standard error of about 3 points near 85 %): every seed gains, and the mean gain is at
+// least 6 points. Measured on the development VM, 2026-12-03: this test's start 82.0 %, then
+// 93.5, 92.5 and 98.0 % (535 s on 2 cores); from the CLI's 71.5 % start (another collection),
+// 87.5, 81.5 and 93.5 % (bench/results/rl_sde_cpu_2026-12-03.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -85,7 +86,7 @@ TEST(RlRecipe, RaisesASupervisedTinyPolicyOnEasyUnderEverySeed) {
     EXPECT_GT(after, start + 0.02) << "seed " << seed;
     gain += (after - start) / 3;
   }
-  EXPECT_GT(gain, 0.08);
+  EXPECT_GT(gain, 0.06);
 }
 
 }  // namespace

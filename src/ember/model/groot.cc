@@ -170,18 +170,20 @@ at::Tensor GrootLmLayerImpl::forward(const at::Tensor& x, const Rope& rope, cons
 GrootBlockImpl::GrootBlockImpl(int dim, int heads_, int head_dim_, int kdim, bool adaptive_)
     : heads(heads_), head_dim(head_dim_), adaptive(adaptive_) {
   const int inner = heads * head_dim;
+  // diffusers' attention, feed-forward and AdaLayerNorm, as N1.5 builds them: PyTorch's default
+  // initialisation (N1.5 overrides it only in the action head's own MLPs and embeddings)
   if (adaptive) {
-    ada = register_module("ada", Dense(dim, 2 * dim));
+    ada = register_module("ada", torch_default_init(Dense(dim, 2 * dim)));
   } else {
     norm1 = register_module("norm1", LayerNorm(dim, 1e-5));
     norm3 = register_module("norm3", LayerNorm(dim, 1e-5));
   }
-  q = register_module("q", Dense(dim, inner));
-  k = register_module("k", Dense(kdim, inner));
-  v = register_module("v", Dense(kdim, inner));
-  o = register_module("o", Dense(inner, dim));
-  ff1 = register_module("ff1", Dense(dim, 4 * dim));
-  ff2 = register_module("ff2", Dense(4 * dim, dim));
+  q = register_module("q", torch_default_init(Dense(dim, inner)));
+  k = register_module("k", torch_default_init(Dense(kdim, inner)));
+  v = register_module("v", torch_default_init(Dense(kdim, inner)));
+  o = register_module("o", torch_default_init(Dense(inner, dim)));
+  ff1 = register_module("ff1", torch_default_init(Dense(dim, 4 * dim)));
+  ff2 = register_module("ff2", torch_default_init(Dense(4 * dim, dim)));
 }
 
 at::Tensor GrootBlockImpl::forward(const at::Tensor& x, const at::Tensor& ctx, const at::Tensor& temb,
@@ -243,12 +245,14 @@ GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune) : shape(s), tun
   vlln = register_module("vlln", LayerNorm(b, 1e-5));
   vl_blocks = register_module("vl", torch::nn::ModuleList());
   for (int l = 0; l < s.vl_layers; ++l) vl_blocks->push_back(GrootBlock(b, s.vl_heads, s.vl_head_dim, b, false));
-  time1 = register_module("time1", Dense(256, i));
-  time2 = register_module("time2", Dense(i, i));
+  // the DiT's timestep MLP and output projections: PyTorch's default, as N1.5 (the action head's
+  // MLPs, future tokens and positions keep N(0, 0.02^2) as N1.5 sets them)
+  time1 = register_module("time1", torch_default_init(Dense(256, i)));
+  time2 = register_module("time2", torch_default_init(Dense(i, i)));
   dit_blocks = register_module("dit", torch::nn::ModuleList());
   for (int l = 0; l < s.dit_layers; ++l) dit_blocks->push_back(GrootBlock(i, s.dit_heads, s.dit_head_dim, l % 2 == 0 ? b : i, true));
-  out1 = register_module("out1", Dense(i, 2 * i));
-  out2 = register_module("out2", Dense(i, s.dit_output));
+  out1 = register_module("out1", torch_default_init(Dense(i, 2 * i)));
+  out2 = register_module("out2", torch_default_init(Dense(i, s.dit_output)));
   future_tokens = register_parameter("future_tokens", at::randn({s.future_tokens, i}) * 0.02);
   positions = register_parameter("positions", at::randn({s.max_seq_len, i}) * 0.02);
   heads = register_module("heads", torch::nn::ModuleList());

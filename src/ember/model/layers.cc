@@ -1,5 +1,6 @@
 #include "ember/model/layers.h"
 
+#include <ATen/core/grad_mode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <cmath>
@@ -11,6 +12,14 @@ namespace ember::model {
 DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias, double std) {
   weight = register_parameter("weight", at::randn({out, in}) * std);
   if (with_bias) bias = register_parameter("bias", at::zeros({out}));
+}
+
+Dense torch_default_init(Dense d) {
+  at::NoGradGuard no_grad;
+  const double bound = 1.0 / std::sqrt(double(d->weight.size(1)));
+  d->weight.uniform_(-bound, bound);
+  if (d->bias.defined()) d->bias.uniform_(-bound, bound);
+  return d;
 }
 
 Dense make_dense(int64_t in, int64_t out, bool bias, const LinearOptions& options) {

@@ -27,6 +27,11 @@ class DenseImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Dense);
 
+// d's weight and bias redrawn as torch.nn.Linear initialises them: uniform on
+// [-1/sqrt(in), 1/sqrt(in)] (kaiming_uniform with a = sqrt(5)), from the global generator.
+// For ports of reference modules that keep PyTorch's default (groot.h).
+Dense torch_default_init(Dense d);
+
 // How the linear layers a factory call makes compute. fp8: block-wise FP8 where the layer's sizes
 // fit (fp8_fits), at::linear elsewhere.
 struct LinearOptions {
