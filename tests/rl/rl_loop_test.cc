@@ -1,6 +1,8 @@
 // The whole RL loop on the `easy` suite (press the red button), on the CPU with OSMesa.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -338,6 +340,14 @@ TEST(RlLoop, TargetKlDropsThePassesThatMovedTooFar) {
 // --rl.train expert: a step moves the action expert's weights and leaves the prefix's (vision
 // tower, embedding, language model) as they were; the checkpoint holds every weight, and a
 // resumed run goes on from it.
+TEST(RlLoop, OutputDirThatIsAFileIsAUserError) {
+  test::TempDir dir("rl_out_file");
+  const std::string file = dir.path() + "/taken";
+  std::ofstream(file) << "x";
+  auto c = tiny_run(file);
+  EXPECT_NE(test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument).find("not a directory"), std::string::npos);
+}
+
 TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_train_expert");
@@ -375,6 +385,14 @@ TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   c.train = "all";  // not what the run trained: its optimizer state is the expert's
   EXPECT_NE(test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument).find("--rl.train"), std::string::npos);
   c.train = "expert";
+  // nor another sampler than the run optimised (one_step_run: every_step on the policy's steps)
+  for (auto [flag, set] : std::vector<std::pair<std::string, std::function<void(RlConfig&)>>>{
+           {"--rl.noise_method", [](RlConfig& x) { x.noise_method = x.noise_method == "sde" ? "every_step" : "sde"; }},
+           {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = x.denoise_steps + 2; }}}) {
+    RlConfig other = c;
+    set(other);
+    EXPECT_NE(test::error_of([&] { run_rl(other); }, ErrorKind::kInvalidArgument).find(flag), std::string::npos) << flag;
+  }
   const auto resumed = run_rl(c);
   ASSERT_EQ(resumed.iterations.size(), 1u);
   EXPECT_EQ(resumed.iterations[0].step, 3);

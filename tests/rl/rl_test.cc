@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -625,7 +626,22 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
-           {"--rl.weight_decay", [](RlConfig& x) { x.weight_decay = -1; }}}) {
+           {"--rl.weight_decay", [](RlConfig& x) { x.weight_decay = -1; }},
+           // every number finite and within what a run could use (issue 42's hostile values)
+           {"--rl.lr", [](RlConfig& x) { x.lr = std::numeric_limits<double>::infinity(); }},
+           {"--rl.lr", [](RlConfig& x) { x.lr = 1e308; }},
+           {"--rl.value_lr", [](RlConfig& x) { x.value_lr = std::nan(""); }},
+           {"--rl.noise_std", [](RlConfig& x) { x.noise_std = std::numeric_limits<double>::infinity(); }},
+           {"--rl.iterations", [](RlConfig& x) { x.iterations = std::numeric_limits<int64_t>::max(); }},
+           {"--rl.group_size", [](RlConfig& x) { x.group_size = 1000000000; }},
+           {"--rl.groups_per_step", [](RlConfig& x) { x.groups_per_step = 1000000000; }},
+           {"--rl.cpu_threads", [](RlConfig& x) { x.cpu_threads = 100000; }},
+           {"--rl.micro_batch", [](RlConfig& x) { x.micro_batch = 1000000000; }},
+           {"--rl.shaping", [](RlConfig& x) { x.shaping = std::nan(""); }},
+           {"--rl.batch_timeout_ms", [](RlConfig& x) { x.batch_timeout_ms = std::numeric_limits<double>::infinity(); }},
+           {"--dist.timeout_s", [](RlConfig& x) { x.dist_timeout_s = std::nan(""); }},
+           {"--eval.trials", [](RlConfig& x) { x.eval_trials = std::numeric_limits<int64_t>::max(); }},
+           {"--policy.horizon", [](RlConfig& x) { x.horizon = 1000000; }}}) {
     RlConfig bad = c;
     set(bad);
     EXPECT_NE(test::error_of([&] { validate(bad); }, ErrorKind::kInvalidArgument).find(flag), std::string::npos) << flag;

@@ -56,6 +56,18 @@ TEST(Train, TinyPolicyLossFallsTenfoldOnTheFixture) {
   EXPECT_TRUE(fs::exists(dir.path() + "/run/metrics.jsonl"));
 }
 
+TEST(Train, ADivergedRunIsAUserErrorNamingItsStep) {
+  // --optimizer.lr=1e308: the loss is not finite within a few steps; exit 2 (not an internal
+  // error) with the step and what to try
+  test::TempDir dir;
+  auto c = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu", "--steps=20",
+                              "--batch_size=16", "--optimizer.lr=1e308", "--scheduler.warmup_steps=0", "--dataset.image_size=32",
+                              "--num_workers=1", "--log_freq=1", "--save_freq=100000", "--dataset.episodes=[0]"});
+  const auto what = test::error_of([&] { train(c, quiet()); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(what.find("at step"), std::string::npos) << what;
+  EXPECT_NE(what.find("--optimizer.lr"), std::string::npos) << what;
+}
+
 TEST(Train, ProfileStepsWritesATrace) {
   test::TempDir dir;
   auto c = tiny_config(dir.path() + "/run", 3);  // shorter than the 10 warm-up steps: its last 2

@@ -51,15 +51,31 @@ struct Counters {
 };
 
 std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
+  std::error_code ec;
+  if (fs::exists(c.output_dir, ec) && !fs::is_directory(c.output_dir, ec))
+    throw Error(ErrorKind::kInvalidArgument, "--output_dir=" + c.output_dir + ": exists and is not a directory");
   if (c.resume) {
     auto latest = train::find_latest_checkpoint(c.output_dir);
     if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
     // the optimizer's state is the trained parameters': a run resumes training what it trained
     const auto file = (latest->dir / "rl_config.json").string();
-    const std::string trained = rl_config_from_json(read_json_file(file), file).train;  // "all" where it predates the flag
+    const auto saved_json = read_json_file(file);
+    const RlConfig saved = rl_config_from_json(saved_json, file);
+    const std::string trained = saved.train;  // "all" where it predates the flag
     if (trained != c.train)
       throw Error(ErrorKind::kInvalidArgument, "--rl.train=" + c.train + ": the run being resumed trained '" + trained + "' (" + file +
                                                    "); resume it with --rl.train=" + trained);
+    // the sampler the run optimised: a run from before these flags used a fixed std on the
+    // policy's own steps
+    const std::string method = saved_json.contains("noise_method") ? saved.noise_method : "every_step";
+    const int64_t steps = saved_json.contains("denoise_steps") ? saved.denoise_steps : 0;
+    if (method != c.noise_method)
+      throw Error(ErrorKind::kInvalidArgument, "--rl.noise_method=" + c.noise_method + ": the run being resumed used '" + method + "' (" +
+                                                   file + "); resume it with --rl.noise_method=" + method);
+    if (steps != c.denoise_steps)
+      throw Error(ErrorKind::kInvalidArgument, "--rl.denoise_steps=" + std::to_string(c.denoise_steps) + ": the run being resumed used " +
+                                                   std::to_string(steps) + " (" + file + "); resume it with --rl.denoise_steps=" +
+                                                   std::to_string(steps));
     return latest;
   }
   if (!train::list_checkpoints(c.output_dir).empty())

@@ -28,7 +28,9 @@ void StepLog::flush() {
   for (size_t i = 0; i < pending_.size(); ++i) {
     const double loss = v[2 * i], norm = v[2 * i + 1];
     if (!std::isfinite(loss))
-      throw Error(ErrorKind::kInternal, "the loss became " + std::to_string(loss) + " at step " + std::to_string(pending_[i].step));
+      throw Error(ErrorKind::kInvalidArgument, "the loss became " + std::to_string(loss) + " at step " + std::to_string(pending_[i].step) +
+                                                   ": the run diverged; lower --optimizer.lr (or raise --scheduler.warmup_steps), check the "
+                                                   "data with `ember data check`, or resume from an earlier checkpoint");
     losses_.emplace_back(pending_[i].step, loss);
     window_.loss += loss;
     window_.grad_norm += norm;
