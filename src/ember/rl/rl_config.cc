@@ -52,7 +52,7 @@ void validate(const RlConfig& c) {
   require(c.micro_batch > 0 && c.micro_batch <= 65536, "rl.micro_batch", "must be in 1..65536");
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
-  require(c.target_kl >= 0 && c.target_kl <= 1e6, "rl.target_kl", "must be in [0, 1e6]");
+  require(c.target_kl >= 0 && std::isfinite(c.target_kl), "rl.target_kl", "must be a finite number >= 0");
   require(c.train == "all" || c.train == "expert", "rl.train", "expected all or expert, got '" + c.train + "'");
   require(c.save_freq >= 0 && c.save_freq <= kMaxCount, "save_freq", "must be in 0..1000000000");
   require(c.eval_freq >= 0 && c.eval_freq <= kMaxCount, "eval_freq", "must be in 0..1000000000");
