@@ -15,12 +15,6 @@ NoiseMethod parse_noise_method(const std::string& name, const std::string& flag)
   throw Error(ErrorKind::kInvalidArgument, flag + ": expected sde or every_step, got '" + name + "'");
 }
 
-const char* noise_method_name(NoiseMethod m) { return m == NoiseMethod::kSde ? "sde" : "every_step"; }
-
-int chain_terms(const FlowNoise& noise, const model::PolicyShape& shape) {
-  return noise.method == NoiseMethod::kSde ? 1 : shape.flow_steps;
-}
-
 double sde_sigma(int s, int K, double a) {
   const double t = 1.0 - double(s) / K;
   const double one_minus_t = double(std::max(s, 1)) / K;  // at t = 1: 1 - t_1
@@ -60,8 +54,8 @@ at::Tensor sde_mean(const at::Tensor& x, const at::Tensor& v, const at::Tensor& 
 at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& std, int64_t action_dim, int64_t rows) {
   const int64_t h = rows > 0 ? std::min(rows, y.size(-2)) : y.size(-2);
   auto diff = (y.narrow(-1, 0, action_dim) - mu.narrow(-1, 0, action_dim)).narrow(-2, 0, h);
-  at::Tensor s = std.dim() == 0 ? std : std.view({-1, 1, 1});
   if (std.dim() > 0 && y.dim() != 3) throw Error(ErrorKind::kInternal, "gaussian_log_prob: a per-sample std needs [n, H, A]");
+  at::Tensor s = std.dim() == 0 ? std : std.view({-1, 1, 1});
   auto z = diff / s;
   auto log_s = at::log(s.to(at::kDouble)).to(diff.scalar_type());
   return (-0.5 * z.square() - log_s - 0.5 * std::log(2 * M_PI)).sum({-2, -1});
@@ -97,6 +91,7 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
   auto x0 = at::stack(x0s).to(device);       // [n, H, A]
   auto eps = at::stack(epss, 1).to(device);  // [K or 1, n, H, d]
   auto noisy_step = sde ? at::tensor(steps, at::kLong) : at::Tensor();
+  auto noisy_on_device = sde ? noisy_step.to(device) : at::Tensor();  // once, not at every step
   auto prefix = policy.encode_prefix(in);
   auto features = policy.prefix_features(in, *prefix);
   std::vector<at::Tensor> xs{x0}, lps;
@@ -113,7 +108,7 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
       auto mean = sde_mean(x, v, t, sigma, dt);
       auto std = sigma * std::sqrt(dt);
       auto noisy = mean.narrow(-1, 0, d) + std.view({-1, 1, 1}) * eps[0];
-      auto here = (noisy_step == i).to(device).view({-1, 1, 1});
+      auto here = (noisy_on_device == i).view({-1, 1, 1});
       real = at::where(here, noisy, ode.narrow(-1, 0, d));
       auto lp = gaussian_log_prob(real, mean, std, d, noise.rows);
       lp_sde = at::where(here.view({-1}), lp, lp_sde);
@@ -147,15 +142,11 @@ at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyIn
     auto s = noisy_step.to(at::kLong).to(x.device());
     auto rows = at::arange(n, s.options());
     auto state = x.index({rows, s}), next = x.index({rows, s + 1});  // [n, H, A]
-    auto sd = s.to(at::kDouble).cpu();
+    // each step's time and sigma, looked up by the samples' steps (no host round trip per sample)
     std::vector<double> ts, sigmas;
-    for (int64_t j = 0; j < n; ++j) {
-      const int i = int(sd[j].item<double>());
-      ts.push_back(step_time(i, K));
-      sigmas.push_back(sde_sigma(i, K, noise.sigma));
-    }
-    auto t = at::tensor(ts, at::kDouble).to(x.options());
-    auto sigma = at::tensor(sigmas, at::kDouble).to(x.options());
+    for (int i = 0; i < K; ++i) ts.push_back(step_time(i, K)), sigmas.push_back(sde_sigma(i, K, noise.sigma));
+    auto t = at::tensor(ts, at::kDouble).to(x.options()).index_select(0, s);
+    auto sigma = at::tensor(sigmas, at::kDouble).to(x.options()).index_select(0, s);
     auto v = policy.prefix_velocity(in, *prefix, state, t).to(at::kFloat);
     auto mean = sde_mean(state, v, t, sigma, dt);
     return gaussian_log_prob(next, mean, sigma * std::sqrt(dt), d, noise.rows).unsqueeze(1);  // [n, 1]

@@ -40,7 +40,6 @@ namespace ember::rl {
 enum class NoiseMethod { kEveryStep, kSde };
 // "every_step" | "sde"; anything else a user error naming flag
 NoiseMethod parse_noise_method(const std::string& name, const std::string& flag);
-const char* noise_method_name(NoiseMethod m);
 
 struct FlowNoise {
   double sigma = 0.1;      // kEveryStep: each step's std; kSde: the noise level a (> 0)
@@ -49,12 +48,9 @@ struct FlowNoise {
   int64_t rows = 0;        // the log-density over the chunk's first `rows` rows (0: all H)
 };
 
-// the log-probability terms of one chain: K = shape.flow_steps (kEveryStep) or 1 (kSde)
-int chain_terms(const FlowNoise& noise, const model::PolicyShape& shape);
-
 struct Chain {
   at::Tensor x;           // [n, K+1, H, A] float32: x_0 .. x_K
-  at::Tensor log_prob;    // [n, T] float32: the terms' log p under the sampling policy (T: chain_terms)
+  at::Tensor log_prob;    // [n, T] float32: the terms' log p under the sampling policy (T: K, or 1 for kSde)
   at::Tensor noisy_step;  // kSde: [n] int64, each sample's noisy step s (host); kEveryStep: undefined
   at::Tensor features;    // [n, F] float32 (on the device): the prefix's pooled features (PolicyModuleImpl::prefix_features)
 };

@@ -61,21 +61,16 @@ std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
     const auto file = (latest->dir / "rl_config.json").string();
     const auto saved_json = read_json_file(file);
     const RlConfig saved = rl_config_from_json(saved_json, file);
-    const std::string trained = saved.train;  // "all" where it predates the flag
-    if (trained != c.train)
-      throw Error(ErrorKind::kInvalidArgument, "--rl.train=" + c.train + ": the run being resumed trained '" + trained + "' (" + file +
-                                                   "); resume it with --rl.train=" + trained);
+    auto must_keep = [&](const std::string& flag, const std::string& now, const std::string& then) {
+      if (now != then)
+        throw Error(ErrorKind::kInvalidArgument, "--" + flag + "=" + now + ": the run being resumed used '" + then + "' (" + file +
+                                                     "); resume it with --" + flag + "=" + then);
+    };
+    must_keep("rl.train", c.train, saved.train);  // "all" where it predates the flag
     // the sampler the run optimised: a run from before these flags used a fixed std on the
     // policy's own steps
-    const std::string method = saved_json.contains("noise_method") ? saved.noise_method : "every_step";
-    const int64_t steps = saved_json.contains("denoise_steps") ? saved.denoise_steps : 0;
-    if (method != c.noise_method)
-      throw Error(ErrorKind::kInvalidArgument, "--rl.noise_method=" + c.noise_method + ": the run being resumed used '" + method + "' (" +
-                                                   file + "); resume it with --rl.noise_method=" + method);
-    if (steps != c.denoise_steps)
-      throw Error(ErrorKind::kInvalidArgument, "--rl.denoise_steps=" + std::to_string(c.denoise_steps) + ": the run being resumed used " +
-                                                   std::to_string(steps) + " (" + file + "); resume it with --rl.denoise_steps=" +
-                                                   std::to_string(steps));
+    must_keep("rl.noise_method", c.noise_method, saved_json.contains("noise_method") ? saved.noise_method : "every_step");
+    must_keep("rl.denoise_steps", std::to_string(c.denoise_steps), std::to_string(saved_json.contains("denoise_steps") ? saved.denoise_steps : 0));
     return latest;
   }
   if (!train::list_checkpoints(c.output_dir).empty())
