@@ -2,13 +2,22 @@
 // local cache directory at open, the shards (data files) fetched on demand and ahead of the
 // training order, in ranged GETs of the index's pieces, each piece's CRC-32 checked. A failed
 // or damaged piece is fetched again with exponential back-off; after `retries` attempts the
-// error names the shard, the piece and the last reason. No byte that failed its check is ever
-// read: a shard is renamed into the cache only when all its pieces passed.
+// error names the shard, the piece and the last reason; a piece gets at most `deadline_s` over
+// all its attempts. Once a shard has failed because the server stopped answering (timeouts, cut or
+// endless transfers: no HTTP status), every shard not yet fetched fails at once with that first
+// error (a run needs them all: it should not wait a deadline per shard to learn that the server
+// is gone). No byte that failed its check is ever read: a shard is renamed into the cache
+// only when all its pieces passed; no response may hold more than the index says it should.
+//
+// The cache is checked against the index at open: shards by size and CRC-32, metadata fetched
+// again, any other file under meta/ removed (another dataset's, or one the index no longer
+// lists), temporary files of processes that are gone removed.
 //
 // The cache holds shards up to cache_bytes (least recently used first out; a shard in use by
 // an open reader stays readable after eviction, its file being mapped). Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -27,6 +36,7 @@ struct RemoteOptions {
   uint64_t cache_bytes = uint64_t(8) << 30;
   int retries = 5;               // attempts per piece
   double backoff_s = 0.1;        // first wait; doubled after each failed attempt
+  double deadline_s = 60;        // one piece's attempts together
   io::HttpOptions http;
 };
 
@@ -40,7 +50,7 @@ class RemoteShards {
   // Fetches meta/shards.json and the metadata it lists (each checked against its CRC-32).
   // Throws kIO naming the URL and file when they cannot be fetched.
   RemoteShards(std::string url, RemoteOptions options);
-  ~RemoteShards();  // stops prefetching (a fetch under way finishes)
+  ~RemoteShards();  // stops prefetching (a transfer under way is abandoned)
 
   const std::string& url() const { return url_; }
   // The local directory that mirrors the remote root (load_metadata reads it).
@@ -80,8 +90,34 @@ class RemoteShards {
   uint64_t clock_ = 0, cached_bytes_ = 0;
   std::vector<int> wanted_;
   bool stop_ = false;
+  std::string first_failure_;  // the first shard's error: later shards fail at once with it
+  std::atomic<bool> cancel_{false};
   RemoteStats stats_;
   std::thread prefetcher_;
+};
+
+// Training shards in a local directory: each data file is checked against the index (its size,
+// then every piece's CRC-32) the first time this process opens it, as the remote reader checks
+// what it fetches; the metadata files the index lists are checked at construction. A damaged
+// file throws kCorruption naming it, the piece and what differs (`ember data check` finds the
+// same). Thread-safe; a file is read once for its check.
+class LocalShards {
+ public:
+  LocalShards(std::string root, ShardIndex index);
+  // `path` (root/rel, as the dataset opens it), checked first if it is a shard not yet checked.
+  std::string localize(const std::string& path);
+  int64_t shards_checked() const;
+
+ private:
+  enum class State { kUnchecked, kChecking, kGood, kBad };
+  std::string root_, absolute_root_;
+  ShardIndex index_;
+  std::map<std::string, int> shard_by_path_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<State> state_;
+  std::vector<std::string> error_;
+  int64_t checked_ = 0;
 };
 
 }  // namespace ember::data

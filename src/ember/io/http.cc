@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -11,10 +12,26 @@ namespace ember::io {
 
 namespace {
 
+struct Sink {
+  std::vector<uint8_t>* body;
+  uint64_t max_bytes;  // 0: unbounded
+  bool overflow = false;
+};
+
 size_t on_data(char* data, size_t size, size_t n, void* user) {
-  auto* body = static_cast<std::vector<uint8_t>*>(user);
-  body->insert(body->end(), reinterpret_cast<uint8_t*>(data), reinterpret_cast<uint8_t*>(data) + size * n);
-  return size * n;
+  auto* sink = static_cast<Sink*>(user);
+  const size_t got = size * n;
+  if (sink->max_bytes && sink->body->size() + got > sink->max_bytes) {
+    sink->overflow = true;
+    return 0;  // libcurl ends the transfer with CURLE_WRITE_ERROR
+  }
+  sink->body->insert(sink->body->end(), reinterpret_cast<uint8_t*>(data), reinterpret_cast<uint8_t*>(data) + got);
+  return got;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel && cancel->load() ? 1 : 0;  // non-zero: libcurl aborts (CURLE_ABORTED_BY_CALLBACK)
 }
 
 std::string env(const char* name) {
@@ -88,6 +105,12 @@ HttpResult http_get(const std::string& url_in, std::optional<std::pair<uint64_t,
     if (!env("AWS_SESSION_TOKEN").empty()) headers = curl_slist_append(headers, ("x-amz-security-token: " + env("AWS_SESSION_TOKEN")).c_str());
   }
   std::string range_text;
+  Sink sink{&r.body, o.max_bytes};
+  if (range && (!sink.max_bytes || range->second < sink.max_bytes)) sink.max_bytes = range->second;
+  if (sink.max_bytes) {
+    r.body.reserve(size_t(std::min<uint64_t>(sink.max_bytes, uint64_t(64) << 20)));
+    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(sink.max_bytes));  // an announced length above it
+  }
   if (range) {
     range_text = std::to_string(range->first) + "-" + std::to_string(range->first + range->second - 1);
     curl_easy_setopt(curl, CURLOPT_RANGE, range_text.c_str());
@@ -95,7 +118,12 @@ HttpResult http_get(const std::string& url_in, std::optional<std::pair<uint64_t,
   char message[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  if (o.cancel) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(o.cancel));
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, message);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
@@ -106,7 +134,13 @@ HttpResult http_get(const std::string& url_in, std::optional<std::pair<uint64_t,
   if (headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   CURLcode code = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
-  if (code != CURLE_OK) r.error = std::string(curl_easy_strerror(code)) + (message[0] ? std::string(": ") + message : "");
+  if (sink.overflow || code == CURLE_FILESIZE_EXCEEDED)
+    r.error = "the response is longer than the " + std::to_string(sink.max_bytes) + " bytes expected";
+  else if (code == CURLE_ABORTED_BY_CALLBACK)
+    r.error = "abandoned (shutting down)";
+  else if (code != CURLE_OK)
+    r.error = std::string(curl_easy_strerror(code)) + (message[0] ? std::string(": ") + message : "");
+  if (!r.error.empty()) r.body.clear();
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return r;

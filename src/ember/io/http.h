@@ -6,6 +6,7 @@
 // Built without libcurl, every call fails with kUnsupported saying so.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,11 @@ struct HttpOptions {
   int64_t low_speed_bytes = 1024;
   double low_speed_s = 10;
   double timeout_s = 300;  // the whole transfer
+  // > 0: a response body longer than this is cut off and fails (a server sending without end,
+  // or a whole file for a range); 0: unbounded
+  uint64_t max_bytes = 0;
+  // when set and true, a transfer under way is abandoned within about a second (shutdown)
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResult {
@@ -33,7 +39,8 @@ struct HttpResult {
 };
 
 bool http_support_available();
-// GETs url (http://, https://, s3://); with `range`, the bytes [first, first + count). Never
+// GETs url (http://, https://, s3://); with `range`, the bytes [first, first + count), and a
+// body longer than count fails whatever options.max_bytes says. Never
 // throws for the server's or the network's failures (they are in the result); throws
 // kInvalidArgument for a URL scheme it does not read, kUnsupported without libcurl.
 HttpResult http_get(const std::string& url, std::optional<std::pair<uint64_t, uint64_t>> range, const HttpOptions& options = {});

@@ -19,7 +19,10 @@ TrainData open_train_data(const TrainConfig& config) {
     d.meta = data::load_metadata(d.remote->local_root());
   } else {
     d.meta = data::load_metadata(root);
-    if (data::is_shard_root(root)) d.shards = data::read_shard_index(root);
+    if (data::is_shard_root(root)) {
+      d.shards = data::read_shard_index(root);
+      d.local = std::make_unique<data::LocalShards>(root, *d.shards);
+    }
   }
   std::string why;
   if (config.dataset.jpeg_decoder == "nvjpeg") d.nvjpeg = io::NvJpeg::open(&why);
@@ -39,6 +42,7 @@ void TrainData::configure(data::DatasetOptions& options) const {
   options.images_by_row_group = true;
   options.nvjpeg = nvjpeg.get();
   if (remote) options.localize = [r = remote.get()](const std::string& path) { return r->localize(path); };
+  if (local) options.localize = [l = local.get()](const std::string& path) { return l->localize(path); };
 }
 
 void TrainData::configure(data::SamplerOptions& options, int64_t shard_window) const {

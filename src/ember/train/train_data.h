@@ -20,6 +20,7 @@ struct TrainData {
   data::Metadata meta;
   std::optional<data::ShardIndex> shards;      // shards, local or remote
   std::unique_ptr<data::RemoteShards> remote;  // remote shards
+  std::unique_ptr<data::LocalShards> local;    // local shards (each checked once when first read)
   std::unique_ptr<io::NvJpeg> nvjpeg;          // --dataset.jpeg_decoder=nvjpeg
 
   // Sets what reading shards needs: images by row group, remote files fetched on demand.
