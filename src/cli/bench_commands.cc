@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "ember_version.h"
 #include "ember/core/error.h"
 #include "ember/io/json.h"
@@ -66,8 +67,8 @@ void add_bench_commands(CLI::App& app, Action& action) {
   auto args = std::make_shared<Args>();
   CLI::App* pq = bench->add_subcommand("parquet", "decode every column of Parquet files, single-threaded");
   pq->add_option("FILE", args->files, "Parquet files")->required();
-  pq->add_option("--min_seconds", args->min_seconds, "time at least this long (default 1)")->check(CLI::PositiveNumber);
-  pq->add_option("--min_repeats", args->min_repeats, "repeat at least this often (default 5)")->check(CLI::PositiveNumber);
+  pq->add_option("--min_seconds", args->min_seconds, "time at least this long (default 1)")->check(in_range(1e-3, kMaxSeconds));
+  pq->add_option("--min_repeats", args->min_repeats, "repeat at least this often (default 5)")->check(in_range(1, kMaxRepeats));
   pq->callback([args, &action] {
     action = [args] {
       bench::run_parquet_bench({args->files, args->min_seconds, args->min_repeats}, EMBER_GIT_COMMIT);
@@ -83,12 +84,12 @@ void add_bench_commands(CLI::App& app, Action& action) {
   CLI::App* dec = bench->add_subcommand("decode", "video decode frames/s: sequential and random access");
   dec->add_option("PATH", d->paths, "a LeRobot dataset root, or video files")->required();
   dec->add_option("--threads", d->options.threads, "decoder threads per file (0: FFmpeg chooses; default 1)")
-      ->check(CLI::NonNegativeNumber);
-  dec->add_option("--workers", d->options.workers, "files decoded in parallel (default 1)")->check(CLI::PositiveNumber);
+      ->check(in_range(0, kMaxThreads));
+  dec->add_option("--workers", d->options.workers, "files decoded in parallel (default 1)")->check(in_range(1, kMaxThreads));
   dec->add_option("--random_per_file", d->options.random_per_file, "random-access frames per file (default 64)")
-      ->check(CLI::NonNegativeNumber);
-  dec->add_option("--width", d->options.width, "resize width (with --height)")->check(CLI::NonNegativeNumber);
-  dec->add_option("--height", d->options.height, "resize height (with --width)")->check(CLI::NonNegativeNumber);
+      ->check(in_range(0, kMaxRepeats));
+  dec->add_option("--width", d->options.width, "resize width (with --height)")->check(in_range(0, kMaxImageSize));
+  dec->add_option("--height", d->options.height, "resize height (with --width)")->check(in_range(0, kMaxImageSize));
   dec->callback([d, &action] { action = [d] { return run_bench_decode(d->paths, d->options); }; });
 }
 

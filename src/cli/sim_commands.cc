@@ -7,6 +7,7 @@
 
 #include "bench/sim_bench.h"
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "ember/core/error.h"
 #include "ember/core/thread_pool.h"
 
@@ -241,12 +242,12 @@ void add_sim_commands(CLI::App& app, Action& action) {
   }
   CLI::App* bs = bench->add_subcommand("sim", "env steps/s without rendering and with each rendering layout, N envs on N threads");
   bs->add_option("--renderer", b->renderer, "egl, osmesa, none or auto");
-  bs->add_option("--image_size", b->image_size, "camera width = height (default 128)");
-  bs->add_option("--n_envs", b->n_envs, "env counts to measure (default: 1 and the core count)");
-  bs->add_option("--threads", b->threads, "worker threads (default: one per env)");
+  bs->add_option("--image_size", b->image_size, "camera width = height (default 128)")->check(in_range(8, 2048));
+  bs->add_option("--n_envs", b->n_envs, "env counts to measure (default: 1 and the core count)")->check(in_range(1, 1024));
+  bs->add_option("--threads", b->threads, "worker threads (default: one per env)")->check(in_range(0, kMaxThreads));
   bs->add_option("--layout", b->layouts,
                  "thread_per_view | thread | thread_serial | process (repeatable; default the first, second and last)");
-  bs->add_option("--seconds", b->seconds, "seconds per measurement (default 3)");
+  bs->add_option("--seconds", b->seconds, "seconds per measurement (default 3)")->check(in_range(0.01, kMaxSeconds));
   bs->callback([b, &action] {
     action = [b]() -> int {
 #ifdef EMBER_HAVE_SIM

@@ -335,6 +335,27 @@ def main():
                    ["bench", "policy", "--preset", "tiny", "--device", "cpu", "--steps", "1", "--profile", summary_py],
                    ["--profile"])
 
+    # issue 42: every numeric bench flag has a range, checked before any work (these aborted,
+    # ran out of memory, hung or were accepted); the error names the flag
+    root = os.path.join(a.data, "lerobot_v3_0")
+    for args, flag in [
+        (["bench", "loader", root, "--workers", "100000"], "--workers"),
+        (["bench", "loader", root, "--batch_size", "1000000000"], "--batch_size"),
+        (["bench", "loader", root, "--image_shift", "nan"], "--image_shift"),
+        (["bench", "jpeg_decode", root, "--threads", "100000"], "--threads"),
+        (["bench", "jpeg_decode", root, "--batch_size", "1000000000"], "--batch_size"),
+        (["bench", "jpeg_decode", root, "--image_size", "100000"], "--image_size"),
+        (["bench", "jpeg", root, "--image_size", "100000"], "--image_size"),
+        (["bench", "jpeg", root, "--frames", "1000000000"], "--frames"),
+        (["bench", "decode", root, "--workers", "100000"], "--workers"),
+        (["bench", "policy", "--preset", "tiny", "--batch_size", "1000000000"], "--batch_size"),
+        (["bench", "policy", "--preset", "tiny", "--steps", "99999999999999999999"], "--steps"),
+        (["bench", "parquet", fixture, "--min_seconds", "nan"], "--min_seconds"),
+        (["bench", "sim", "--seconds", "-1"], "--seconds"),
+        (["bench", "sim", "--seconds", "nan"], "--seconds"),
+    ]:
+        user_error("bench " + args[1] + " " + flag + " " + args[-1], ember, args, [flag])
+
     # bench/dist_scaling.sh on CPU ranks (Gloo): the tiny preset on 1 rank, then 2 ranks with and
     # without ZeRO-1; one JSON line per multi-rank run with its efficiency
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "dist_scaling.sh")
