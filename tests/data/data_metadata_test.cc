@@ -1,5 +1,7 @@
 // LeRobot metadata of the v2.1 and v3.0 fixtures, and lenient / strict parsing of info.json.
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <unistd.h>
 
 #include <filesystem>
@@ -119,6 +121,13 @@ TEST(PathTemplate, PythonFormats) {
   EXPECT_THROW(format_path("{nope:03d}", a, "t"), Error);
   EXPECT_THROW(format_path("{chunk_index:x}", a, "t"), Error);
   EXPECT_THROW(format_path("{chunk_index", a, "t"), Error);
+  // issue 42: a width of 2^31 wrapped to a negative int, passed the check, and snprintf padded
+  // 2 GB (data check took 102 s)
+  for (const char* wide : {"{file_index:2147483648d}", "{file_index:02147483648d}", "{file_index:99999999999999999999d}", "{file_index:33d}"}) {
+    auto t = std::chrono::steady_clock::now();
+    EXPECT_THROW(format_path(wide, a, "t"), Error) << wide;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 1.0) << wide;
+  }
 }
 
 TEST(Metadata, MissingDatasetIsNotFound) {

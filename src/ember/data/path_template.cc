@@ -1,5 +1,6 @@
 #include "ember/data/path_template.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ember/core/error.h"
@@ -30,7 +31,8 @@ std::string format_path(const std::string& tmpl, const TemplateArgs& args, const
         // only [0][width]d, the forms LeRobot uses
         size_t k = 0;
         if (spec[k] == '0') { zero = true; ++k; }
-        while (k < spec.size() && spec[k] >= '0' && spec[k] <= '9') width = width * 10 + (spec[k++] - '0');
+        // (saturated: a width of 2^31 must not wrap to a negative one that passes the check)
+        while (k < spec.size() && spec[k] >= '0' && spec[k] <= '9') width = std::min(width * 10 + (spec[k++] - '0'), 1000);
         if (k + 1 != spec.size() || spec[k] != 'd' || width > 32)
           fail_corrupt(what + ": path template field {" + field + ":" + spec + "}: unsupported format (expected e.g. :03d)");
       }
