@@ -5,6 +5,10 @@
 // writes every key LeRobot loads and round-trips bit for bit, and bad input is refused by name.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
+#include <limits>
+
 #include <ATen/Parallel.h>
 
 #include <cstdio>
@@ -390,6 +394,121 @@ TEST(LeRobotPi05, RefusesMissingUnexpectedAndMisshapedTensors) {
     auto im = import_lerobot_pi05(dir);
     EXPECT_EQ(im.params.size(), import_lerobot_pi05(kFixture).params.size());
   }
+}
+
+// issue 42: a damaged imported directory was read as another policy, exported unusable, or
+// crashed; each is refused in one line naming the file
+TEST(LeRobotPi05, RefusesATowerOfAnotherDepthThanItsSizesSay) {
+  const std::string vt = "model.paligemma_with_expert.paligemma.model.vision_tower.vision_model.encoder.layers.";
+  {
+    ::ember::test::TempDir tmp("lr_vision_less");
+    expect_refused(broken_copy(tmp, nullptr,
+                               [&](TensorMap& sd) {
+                                 for (auto it = sd.begin(); it != sd.end();) it = it->first.starts_with(vt + "1.") ? sd.erase(it) : std::next(it);
+                               }),
+                   {"model.safetensors", "vision tower", "1 layers", "ember_shrink.json"});
+  }
+  {
+    ::ember::test::TempDir tmp("lr_vision_more");
+    expect_refused(broken_copy(tmp, nullptr,
+                               [&](TensorMap& sd) {
+                                 TensorMap extra;
+                                 for (const auto& [k, t] : sd)
+                                   if (k.starts_with(vt + "1.")) extra[vt + "2." + k.substr(vt.size() + 2)] = t.clone();
+                                 sd.insert(extra.begin(), extra.end());
+                               }),
+                   {"model.safetensors", "vision tower", "3 layers"});
+  }
+  {  // without ember_shrink.json the sizes must be the variants' (here they are a shrunken model's)
+    ::ember::test::TempDir tmp("lr_no_shrink");
+    auto dir = broken_copy(tmp, nullptr);
+    fs::remove(dir / "ember_shrink.json");
+    expect_refused(dir, {"model.safetensors", "gemma_2b"});
+  }
+}
+
+TEST(LeRobotPi05, RefusesDamagedConfigStatisticsAndWeights) {
+  using J = nlohmann::ordered_json;
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> configs = {
+      {[](J& c) { c["n_action_steps"] = -1; }, "n_action_steps"},
+      {[](J& c) { c["max_state_dim"] = 1e9; }, "max_state_dim"},
+      {[](J& c) { c["max_state_dim"] = "32"; }, "max_state_dim"},
+      {[](J& c) { c["normalization_mapping"] = "x"; }, "normalization_mapping"},
+      {[](J& c) { c["normalization_mapping"]["ACTION"] = 5; }, "normalization_mapping.ACTION"},
+      {[](J& c) { c["empty_cameras"] = 1000000; }, "empty_cameras"},
+  };
+  for (const auto& [edit, word] : configs) {
+    ::ember::test::TempDir tmp("lr_config42");
+    auto t = std::chrono::steady_clock::now();
+    expect_refused(broken_copy(tmp, edit), {"config.json", word});
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 10.0) << word;
+  }
+  auto edit_pre = [](const fs::path& dir, const std::function<void(J&)>& edit) {
+    auto j = read_ordered_json(dir / "policy_preprocessor.json");
+    edit(j);
+    std::ofstream(dir / "policy_preprocessor.json") << j.dump(2);
+  };
+  for (const auto& [edit, word] : std::vector<std::pair<std::function<void(J&)>, std::string>>{
+           {[](J& j) { j["steps"] = J::array({5, nullptr}); }, "steps[0]"},
+           {[](J& j) {
+              for (auto& st : j["steps"])
+                if (st.value("registry_name", "") == "normalizer_processor") st["state_file"] = 5;
+            },
+            "state_file"}}) {
+    ::ember::test::TempDir tmp("lr_pre");
+    auto dir = broken_copy(tmp, nullptr);
+    edit_pre(dir, edit);
+    expect_refused(dir, {"policy_preprocessor.json", word});
+  }
+  {  // a NaN statistic made NaN actions
+    ::ember::test::TempDir tmp("lr_nan_stat");
+    auto dir = broken_copy(tmp, nullptr);
+    const auto file = (dir / "policy_preprocessor_step_3_normalizer_processor.safetensors").string();
+    auto stats = load_tensors(file);
+    auto q = stats.at("action.q01").clone();
+    q[0] = std::nan("");
+    stats["action.q01"] = q;
+    save_tensors(file, NamedTensors(stats.begin(), stats.end()));
+    expect_refused(dir, {"normalizer_processor.safetensors", "action", "q01", "not finite"});
+  }
+  {  // a missing q01 was passed on to the export
+    ::ember::test::TempDir tmp("lr_no_q01");
+    auto dir = broken_copy(tmp, nullptr);
+    const auto file = (dir / "policy_preprocessor_step_3_normalizer_processor.safetensors").string();
+    auto stats = load_tensors(file);
+    stats.erase("action.q01");
+    save_tensors(file, NamedTensors(stats.begin(), stats.end()));
+    expect_refused(dir, {"normalizer_processor.safetensors", "action", "q01"});
+  }
+  {
+    ::ember::test::TempDir tmp("lr_nan_weight");
+    const std::string q = "model.paligemma_with_expert.gemma_expert.model.layers.1.self_attn.q_proj.weight";
+    expect_refused(broken_copy(tmp, nullptr,
+                               [&](TensorMap& sd) {
+                                 auto t = sd.at(q).clone();
+                                 t.view(-1)[3] = std::numeric_limits<float>::quiet_NaN();
+                                 sd[q] = t;
+                               }),
+                   {"model.safetensors", "NaN"});
+  }
+}
+
+TEST(LeRobotPi05, ExportRefusesAPolicyWithoutStatistics) {
+  ::ember::test::TempDir tmp("lr_export_nostats");
+  auto dir = broken_copy(tmp, nullptr);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("policy_")) fs::remove(e.path());
+  auto im = import_lerobot_pi05(dir);
+  EXPECT_FALSE(im.has_stats);
+  const fs::path out = fs::path(tmp.path()) / "out";
+  try {
+    write_lerobot_pi05(out, im.shape, im.spec, im.params, im.kept, im.config);
+    ADD_FAILURE() << "exported a policy without statistics";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_user_error()) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no normalisation statistics"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(LeRobotPi05, RefusesConfigValuesEmberDoesNotImplement) {

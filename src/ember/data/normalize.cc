@@ -1,5 +1,9 @@
 #include "ember/data/normalize.h"
 
+#include <cmath>
+#include <initializer_list>
+#include <utility>
+
 #include "ember/core/error.h"
 
 namespace ember::data {
@@ -40,6 +44,11 @@ FeatureNormalizer::FeatureNormalizer(NormMode mode, const FeatureStats& stats, c
     return it->second;
   };
   const std::vector<double>&a = get(lo), &b = get(hi);
+  for (const auto& [name, values] : {std::pair<const char*, const std::vector<double>*>{lo, &a}, {hi, &b}})
+    for (size_t i = 0; i < values->size(); ++i)
+      if (!std::isfinite((*values)[i]))
+        fail(ErrorKind::kInvalidArgument, key + ": statistic '" + name + "' value " + std::to_string(i) + " is " +
+                                              std::to_string((*values)[i]) + " (not finite)");
   if (a.size() != b.size())
     fail(ErrorKind::kInvalidArgument, key + ": statistic '" + lo + "' has " + std::to_string(a.size()) + " values, '" + hi +
                                           "' has " + std::to_string(b.size()));

@@ -338,13 +338,53 @@ std::string tower_text(const TowerShape& t) {
          std::to_string(t.heads) + "x" + std::to_string(t.head_dim) + " heads, " + std::to_string(t.kv_heads) + " kv";
 }
 
-void compare_variant(const TowerShape& t, const Variant& v, const std::string& name, const char* role,
-                     std::vector<std::string>& notes) {
+// The tensors' tower against the size the config names: a layer missing or extra, another
+// width, is refused naming the file (a shrunken test model states its sizes in ember_shrink.json)
+void compare_variant(const TowerShape& t, const Variant& v, const std::string& name, const char* role, const std::string& file,
+                     const std::string& said_by) {
   if (t.width == v.width && t.layers == v.depth && t.mlp == v.mlp && t.heads == v.heads && t.kv_heads == v.kv_heads &&
       t.head_dim == v.head_dim)
     return;
-  notes.push_back(std::string(role) + ": the tensors' sizes (" + tower_text(t) + ") are not " + name +
-                  "'s: taken from the tensors (a shrunken model)");
+  const TowerShape want{v.width, v.depth, v.heads, v.kv_heads, v.head_dim, v.mlp};
+  bad(file, std::string(role) + ": the tensors make " + tower_text(t) + ", but " + said_by + " says " + name + " (" + tower_text(want) +
+                ")");
+}
+
+// SigLIP So400m/14 at 224 px, pi0.5's vision tower (LeRobot's config names no other)
+void compare_vision(const VisionShape& v, int width, int layers, int mlp, int patch, const std::string& file, const std::string& said_by) {
+  if (v.width == width && v.layers == layers && v.mlp == mlp && v.patch == patch) return;
+  auto text = [](int w, int l, int m, int p) {
+    return std::to_string(w) + " wide, " + std::to_string(l) + " layers, mlp " + std::to_string(m) + ", patch " + std::to_string(p);
+  };
+  bad(file, "vision tower: the tensors make " + text(v.width, v.layers, v.mlp, v.patch) + ", but " + said_by + " says " +
+                text(width, layers, mlp, patch));
+}
+
+// Every size the tensors show against what the directory says: ember_shrink.json's sizes when it
+// has one, else the variants' (and SigLIP So400m for the vision tower).
+void check_sizes(const PolicyShape& s, const Heads& heads, const fs::path& dir, const std::string& pv, const std::string& ev,
+                 const std::string& cfg_file, const std::string& wfile) {
+  if (!heads.shrink) {
+    compare_variant(s.lm, variant(pv, cfg_file, "paligemma_variant"), pv, "paligemma", wfile, cfg_file);
+    compare_variant(s.expert, variant(ev, cfg_file, "action_expert_variant"), ev, "action expert", wfile, cfg_file);
+    compare_vision(s.vision, 1152, 27, 4304, 14, wfile, "pi0.5 (SigLIP So400m/14)");
+    return;
+  }
+  const fs::path f = dir / "ember_shrink.json";
+  const std::string sfile = f.string();
+  const ojson j = read_ordered(f);
+  auto size = [&](const char* tower, const char* key) {
+    if (!j.contains(tower) || !j[tower].is_object() || !j[tower].contains(key) || !j[tower][key].is_number_integer())
+      bad(sfile, std::string("field '") + tower + "." + key + "' is missing or not an integer", ErrorKind::kCorruption);
+    return j[tower][key].get<int>();
+  };
+  for (const auto& [tower, t] : {std::pair<const char*, const TowerShape*>{"paligemma", &s.lm}, {"action_expert", &s.expert}}) {
+    const Variant v{size(tower, "width"), size(tower, "depth"), size(tower, "mlp_dim"), size(tower, "num_heads"),
+                    size(tower, "num_kv_heads"), size(tower, "head_dim")};
+    compare_variant(*t, v, std::string(tower) + " of ember_shrink.json", tower, wfile, sfile);
+  }
+  compare_vision(s.vision, size("vision", "hidden_size"), size("vision", "num_hidden_layers"), size("vision", "intermediate_size"),
+                 size("vision", "patch_size"), wfile, sfile);
 }
 
 // The normalisation statistics of a LeRobot processor file, "<feature>.<stat>" -> values.
@@ -363,6 +403,14 @@ void check_stats(FeatureSpec& spec, const std::string& file) {
   for (const auto& [key, dim] : {std::pair{spec.state_key, spec.state_dim}, std::pair{spec.action_key, spec.action_dim}}) {
     auto it = spec.stats.find(key);
     if (it == spec.stats.end()) bad(file, "no statistics for '" + key + "'");
+    // the statistics its mode needs, finite (a NaN q01 made NaN actions)
+    if (auto m = spec.modes.find(key); m != spec.modes.end()) {
+      try {
+        data::FeatureNormalizer(m->second, it->second, key, spec.norm_options);
+      } catch (const Error& e) {
+        bad(file, e.what());
+      }
+    }
     for (const auto& [stat, values] : it->second)
       if (stat != "count" && int64_t(values.size()) != dim)  // count: one value, the frames it was computed over
         bad(file, "statistic '" + key + "." + stat + "' has " + std::to_string(values.size()) + " values, the feature " + std::to_string(dim));
@@ -376,17 +424,19 @@ bool read_lerobot_stats(const fs::path& dir, FeatureSpec& spec) {
   auto j = read_ordered(pre);
   const std::string file = pre.string();
   if (!j.contains("steps") || !j["steps"].is_array()) bad(file, "field 'steps' is missing or not a list", ErrorKind::kCorruption);
-  for (const auto& step : j["steps"]) {
-    if (step.value("registry_name", "") != "normalizer_processor") continue;
-    const auto cfg = step.value("config", ojson::object());
+  for (size_t i = 0; i < j["steps"].size(); ++i) {
+    const auto& step = j["steps"][i];
+    if (!step.is_object()) bad(file, "steps[" + std::to_string(i) + "] is " + step.dump() + ", not a processor step (an object)", ErrorKind::kCorruption);
+    if (get<std::string>(step, "registry_name", "", file) != "normalizer_processor") continue;
+    const auto cfg = step.contains("config") && step["config"].is_object() ? step["config"] : ojson::object();
     spec.norm_options.eps = get<double>(cfg, "eps", 1e-8, file);
     spec.norm_options.rule = data::EpsilonRule::kZeroRangeOnly;  // LeRobot 0.4 and later
     if (cfg.contains("norm_map")) {
       const auto& nm = cfg["norm_map"];
       for (const auto& [type, key] : {std::pair{"STATE", spec.state_key}, std::pair{"ACTION", spec.action_key}})
-        if (nm.contains(type)) spec.modes[key] = data::parse_norm_mode(nm[type].get<std::string>(), file + ": norm_map." + type);
+        if (nm.contains(type)) spec.modes[key] = data::parse_norm_mode(get<std::string>(nm, type, "", file), file + ": norm_map." + type);
     }
-    const std::string state_file = step.value("state_file", "");
+    const std::string state_file = get<std::string>(step, "state_file", "", file);
     if (state_file.empty()) bad(file, "the normalizer_processor step has no 'state_file'", ErrorKind::kCorruption);
     if (state_file.find('/') != std::string::npos || state_file.starts_with("."))
       bad(file, "state_file '" + state_file + "' is not a file name in the directory");
@@ -424,6 +474,7 @@ FeatureSpec lerobot_features(const ojson& c, const std::string& file, PolicyShap
   if (!have_state) bad(file, "input_features has no STATE feature");
   // validate_features appends the empty cameras the config lists but does not name
   const int empty = get<int>(c, "empty_cameras", 0, file);
+  if (empty < 0 || empty > 16) bad(file, "empty_cameras is " + std::to_string(empty) + "; it must be in 0..16");
   for (int i = 0; i < empty; ++i) {
     const std::string key = "observation.images.empty_camera_" + std::to_string(i);
     if (std::find(spec.cameras.begin(), spec.cameras.end(), key) == spec.cameras.end()) spec.cameras.push_back(key);
@@ -442,8 +493,10 @@ FeatureSpec lerobot_features(const ojson& c, const std::string& file, PolicyShap
   if (!have_action) bad(file, "output_features has no ACTION feature");
   if (spec.action_dim > shape.max_action_dim)
     bad(file, "the action has " + std::to_string(spec.action_dim) + " dimensions, more than max_action_dim " + std::to_string(shape.max_action_dim));
-  const auto nm = c.value("normalization_mapping", ojson::object());
+  const auto nm = c.contains("normalization_mapping") && !c["normalization_mapping"].is_null() ? c["normalization_mapping"] : ojson::object();
+  if (!nm.is_object()) bad(file, "normalization_mapping is " + nm.dump() + ", not an object of feature types to modes");
   auto mode = [&](const char* type) {
+    if (nm.contains(type) && !nm[type].is_string()) bad(file, std::string("normalization_mapping.") + type + " is " + nm[type].dump() + ", not a mode's name");
     return data::parse_norm_mode(nm.contains(type) ? nm[type].get<std::string>() : std::string("QUANTILES"),
                                  file + ": normalization_mapping." + type);
   };
@@ -463,17 +516,19 @@ PolicyShape lerobot_shape(const ojson& c, const TensorMap& sd, const fs::path& d
   s.preset = "lerobot";
   const std::string pv = get<std::string>(c, "paligemma_variant", "gemma_2b", file);
   const std::string ev = get<std::string>(c, "action_expert_variant", "gemma_300m", file);
-  if (!heads.shrink) {
-    compare_variant(s.lm, variant(pv, file, "paligemma_variant"), pv, "paligemma", notes);
-    compare_variant(s.expert, variant(ev, file, "action_expert_variant"), ev, "action expert", notes);
-  } else {
-    variant(pv, file, "paligemma_variant");
-    variant(ev, file, "action_expert_variant");
-    notes.push_back("sizes from the tensors and " + (dir / "ember_shrink.json").string() + " (a shrunken model)");
-  }
+  variant(pv, file, "paligemma_variant");
+  variant(ev, file, "action_expert_variant");
+  check_sizes(s, heads, dir, pv, ev, file, (dir / "model.safetensors").string());
+  if (heads.shrink) notes.push_back("sizes from the tensors and " + (dir / "ember_shrink.json").string() + " (a shrunken model)");
   s.horizon = get<int>(c, "chunk_size", 50, file);
   s.flow_steps = get<int>(c, "num_inference_steps", 10, file);
   s.max_prompt = get<int>(c, "tokenizer_max_length", 200, file);
+  // fields an export copies on: in LeRobot's ranges, so that what ember writes LeRobot can load
+  const int n_action = get<int>(c, "n_action_steps", s.horizon, file);
+  if (n_action < 1 || n_action > s.horizon)
+    bad(file, "n_action_steps is " + std::to_string(n_action) + "; it must be in 1..chunk_size (" + std::to_string(s.horizon) + ")");
+  const int64_t max_state = get<int64_t>(c, "max_state_dim", 32, file);
+  if (max_state < 1 || max_state > 4096) bad(file, "max_state_dim is " + std::to_string(max_state) + "; it must be in 1..4096");
   const int max_action = get<int>(c, "max_action_dim", 32, file);
   if (max_action != s.max_action_dim)
     bad(file, "max_action_dim is " + std::to_string(max_action) + ", but model.action_in_proj.weight takes " + std::to_string(s.max_action_dim));
@@ -739,7 +794,8 @@ LeRobotImport import_lerobot_pi05(const fs::path& dir) {
       r.has_stats = read_lerobot_stats(dir, r.spec);
       r.config = c;
     } else {
-      r.shape = shape_from_tensors(sd, read_heads(dir), wfile);
+      const Heads heads = read_heads(dir);
+      r.shape = shape_from_tensors(sd, heads, wfile);
       r.shape.preset = "openpi";
       const int horizon = get<int>(c, "action_horizon", 50, cfg_file);
       const int action_dim = get<int>(c, "action_dim", r.shape.max_action_dim, cfg_file);
@@ -748,8 +804,11 @@ LeRobotImport import_lerobot_pi05(const fs::path& dir) {
       r.shape.horizon = horizon;
       r.shape.max_prompt = get<int>(c, "max_token_len", 200, cfg_file);
       r.shape.max_cameras = 3;
-      variant(get<std::string>(c, "paligemma_variant", "gemma_2b", cfg_file), cfg_file, "paligemma_variant");
-      variant(get<std::string>(c, "action_expert_variant", "gemma_300m", cfg_file), cfg_file, "action_expert_variant");
+      const std::string pv = get<std::string>(c, "paligemma_variant", "gemma_2b", cfg_file);
+      const std::string ev = get<std::string>(c, "action_expert_variant", "gemma_300m", cfg_file);
+      variant(pv, cfg_file, "paligemma_variant");
+      variant(ev, cfg_file, "action_expert_variant");
+      check_sizes(r.shape, heads, dir, pv, ev, cfg_file, wfile);
       // openpi's three image slots (pi0.5 model inputs), its quantile rule and its bins
       r.spec.cameras = {"observation.images.base_0_rgb", "observation.images.left_wrist_0_rgb", "observation.images.right_wrist_0_rgb"};
       r.spec.lerobot_state_bins = true;
@@ -772,6 +831,8 @@ LeRobotImport import_lerobot_pi05(const fs::path& dir) {
     bad(cfg_file, e.what());
   }
   r.params = from_lerobot_state_dict(r.shape, raw, wfile, &r.kept, &r.skipped);
+  for (const auto& [name, t] : r.params)
+    if (t.is_floating_point() && !at::isfinite(t).all().item<bool>()) bad(wfile, "tensor for '" + name + "' holds NaN or infinite values");
   return r;
 }
 
@@ -781,6 +842,21 @@ void write_lerobot_pi05(const fs::path& out, const PolicyShape& shape, const Fea
   const TensorMap sd = to_lerobot_state_dict(shape, ember, kept);
   if (!spec.modes.count(spec.state_key) || !spec.modes.count(spec.action_key))
     bad(out.string(), "the policy has no normalisation modes for its state and action", ErrorKind::kInvalidArgument);
+  // LeRobot normalises with what the processor files hold: a policy without statistics (a
+  // directory imported without its processor files) cannot be written as one it could use
+  for (const auto& key : {spec.state_key, spec.action_key}) {
+    const data::NormMode mode = spec.modes.at(key);
+    if (mode == data::NormMode::kIdentity) continue;
+    auto it = spec.stats.find(key);
+    if (it == spec.stats.end())
+      bad(out.string(), "the policy has no normalisation statistics for '" + key + "' (" + data::norm_mode_name(mode) +
+                            "): LeRobot could not use the directory (import one with its policy_preprocessor.json)", ErrorKind::kInvalidArgument);
+    try {
+      data::FeatureNormalizer(mode, it->second, key, spec.norm_options);
+    } catch (const Error& e) {
+      bad(out.string(), e.what(), ErrorKind::kInvalidArgument);
+    }
+  }
   // config.json: the base with what ember's shape and features fix replaced
   ojson c = base_in.is_object() ? base_in : default_pi05_config();
   const int image = shape.vision.image_size;
@@ -799,9 +875,10 @@ void write_lerobot_pi05(const fs::path& out, const PolicyShape& shape, const Fea
   c["output_features"] = {{spec.action_key, {{"type", "ACTION"}, {"shape", ojson::array({spec.action_dim})}}}};
   c["dtype"] = "float32";
   c["chunk_size"] = shape.horizon;
-  c["n_action_steps"] = std::min(c.value("n_action_steps", shape.horizon), shape.horizon);
+  const std::string base_file = "the configuration exported";
+  c["n_action_steps"] = std::clamp(get<int>(c, "n_action_steps", shape.horizon, base_file), 1, shape.horizon);
   c["max_action_dim"] = shape.max_action_dim;
-  c["max_state_dim"] = std::max<int64_t>(c.value("max_state_dim", int64_t(32)), spec.state_dim);
+  c["max_state_dim"] = std::clamp<int64_t>(get<int64_t>(c, "max_state_dim", 32, base_file), spec.state_dim, std::max<int64_t>(4096, spec.state_dim));
   c["num_inference_steps"] = shape.flow_steps;
   c["image_resolution"] = ojson::array({image, image});
   c["empty_cameras"] = empty;
