@@ -180,10 +180,22 @@ def main():
                    ["--rename_map", "observation.images.side"])
         user_error("--rename_map that is not a JSON object",
                    base_flags + [f"--output_dir={os.path.join(tmp, 'r3')}", "--rename_map=top:base"], ["--rename_map", "JSON object"])
+        # issue 42: two sources onto one camera, and an action width the imported tensors fix, were accepted
+        user_error("--rename_map with two sources for one camera",
+                   base_flags + [f"--output_dir={os.path.join(tmp, 'r4')}",
+                                 '--rename_map={"observation.images.top": "observation.images.base", "observation.images.wrist": "observation.images.base"}'],
+                   ["--rename_map", "both map to"])
+        user_error("--policy.max_action_dim beside --policy.path",
+                   base_flags + [f"--output_dir={os.path.join(tmp, 'r5')}", "--policy.max_action_dim=2"], ["--policy.max_action_dim", "--policy.path"])
 
         # predict with given noise, raw output in both formats; the same noise gives the same output
         noise = os.path.join(tmp, "noise.npy")
         write_npy(noise, 6, 8, 0.5)
+        nan_noise = os.path.join(tmp, "nan_noise.npy")
+        write_npy(nan_noise, 6, 8, float("nan"))
+        user_error("predict --noise of NaNs (printed NaN actions)",
+                   [ember, "predict", "--checkpoint", run1, f"--dataset.root={dataset}", "--index", "3", "--noise", nan_noise],
+                   ["nan_noise.npy", "NaN"])
         raw_npy, raw_st = os.path.join(tmp, "raw.npy"), os.path.join(tmp, "raw.safetensors")
         rc, p1, e = run([ember, "predict", "--checkpoint", run1, f"--dataset.root={dataset}", "--index", "3", "--noise", noise,
                          "--raw_out", raw_npy])

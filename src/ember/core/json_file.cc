@@ -81,6 +81,10 @@ std::map<std::string, std::string> parse_rename_map(std::string_view text, const
     if (!to.is_string() || from.empty() || to.get<std::string>().empty())
       throw Error(ErrorKind::kInvalidArgument,
                   flag + ": entry '" + from + "' must map a source key to a non-empty policy key, got " + to.dump());
+    for (const auto& [other, target] : out)
+      if (target == to.get<std::string>())  // which of the two would the policy see?
+        throw Error(ErrorKind::kInvalidArgument, flag + ": entries '" + other + "' and '" + from + "' both map to '" + target +
+                                                     "' (one source per policy camera)");
     out[from] = to.get<std::string>();
   }
   return out;

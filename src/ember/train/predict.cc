@@ -94,6 +94,7 @@ at::Tensor read_noise_file(const std::string& path, const model::PolicyShape& sh
       return s + "]";
     }() + ", the policy needs [" + std::to_string(shape.horizon) + ", " + std::to_string(shape.max_action_dim) + "] (chunk, max_action_dim)");
   if (!t.is_floating_point()) bad_noise(path, "the noise is not floating point");
+  if (!at::isfinite(t).all().item<bool>()) bad_noise(path, "the noise holds NaN or infinite values");
   return t.to(at::kFloat).contiguous();
 }
 

@@ -470,6 +470,9 @@ TrainConfig parse_train_flags(const std::vector<std::string>& args) {
     if (t.name == config.policy.type)
       for (const auto& [name, value] : t.flag_defaults)
         if (!given(name)) set_from_flag(config, name, value);
+  // an imported directory's tensors fix the action width: a flag asking for another was ignored
+  if (config.policy.path && std::any_of(flags.begin(), flags.end(), [](const auto& f) { return f.first == "policy.max_action_dim"; }))
+    bad("--policy.max_action_dim: not with --policy.path (the imported policy's action_in_proj.weight fixes it)");
   validate(config);
   return config;
 }
