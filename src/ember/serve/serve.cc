@@ -50,6 +50,7 @@ Field serve_metadata(const Engine& engine, const ObservationMap& map, const Serv
   m.set("preset", Field::text(b.shape.preset));
   m.set("action_horizon", Field::whole(b.shape.horizon));
   m.set("action_dim", Field::whole(b.spec.action_dim));
+  m.set("max_action_dim", Field::whole(b.shape.max_action_dim));  // the width of a request's "noise"
   m.set("state_dim", Field::whole(b.spec.state_dim));
   m.set("cameras", strings(b.spec.cameras));
   Field keys = Field::map();
