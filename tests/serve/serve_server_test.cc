@@ -7,7 +7,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <thread>
@@ -119,13 +122,18 @@ TEST(Serve, SeveralClientsAtOnceAreBatchedAndEachGetsItsOwnChunk) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(lb.engine.batches(), 1);
   EXPECT_EQ(lb.engine.requests(), 4);
+  double worst = 0;
   for (int i = 0; i < 4; ++i) {
     ASSERT_EQ(errors[size_t(i)], "");
     auto want = train::predict_chunk(bundle, kFixture, 2 + i, at::kCPU, 0, train::seeded_noise(bundle.shape, 100 + i)).predicted;
     ASSERT_EQ(got[size_t(i)].size(), want.size());
     for (size_t h = 0; h < want.size(); ++h)
-      for (size_t d = 0; d < want[h].size(); ++d) EXPECT_NEAR(got[size_t(i)][h][d], want[h][d], 1e-4) << "client " << i;
+      for (size_t d = 0; d < want[h].size(); ++d) {
+        EXPECT_NEAR(got[size_t(i)][h][d], want[h][d], 1e-4) << "client " << i;
+        worst = std::max(worst, double(std::abs(got[size_t(i)][h][d] - want[h][d])));
+      }
   }
+  std::printf("batched against one at a time: max |difference| %.3g\n", worst);
 }
 
 TEST(Serve, HealthzAnswersOverPlainHttp) {
