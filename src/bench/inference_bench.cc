@@ -1,5 +1,6 @@
 #include "bench/inference_bench.h"
 
+#include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
