@@ -61,7 +61,6 @@ std::string refusal(Client& c) {
 class ServeTypes : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ServeTypes, ActionsEqualEmberPredictOnTheSameInputsAndNoise) {
-  at::set_num_threads(1);
   const std::string dir = checkpoint(GetParam());
   Loopback lb(dir);
   auto client = lb.client();
@@ -101,7 +100,6 @@ TEST(Serve, MetadataFrameOnConnect) {
 }
 
 TEST(Serve, SeveralClientsAtOnceAreBatchedAndEachGetsItsOwnChunk) {
-  at::set_num_threads(1);
   // a batch of 4 runs only once all 4 wait (the timeout is far): one batch, deterministically
   Loopback lb(checkpoint(), {.max_batch = 4, .batch_timeout_ms = 60000});
   auto bundle = train::load_policy(checkpoint(), at::kCPU);
