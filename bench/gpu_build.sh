@@ -10,7 +10,7 @@
 # targets), cublaslt_candidates for that tool.
 #
 # Carry from the development machine (device tool `carry`):
-#   .deps   scripts/gpu-bundle.sh's .deps/debs/*.deb (about 2.5 MB)
+#   .deps   scripts/gpu-bundle.sh's .deps/debs/*.deb (about 25 MB, 9.5 of them Boost's headers for ember serve)
 #   .gl     the glvnd loaders for EGL rendering (only for sim; the device README says how to
 #           download them); they are unpacked over / as that README says
 #   .prev   optional: a second tree to build for A/B runs (bench/ab_policy.sh), e.g.

@@ -24,6 +24,9 @@ packages=(
   libegl1 libgl1 libglvnd0 libglx0 libopengl0
   libgloo-dev  # headers only, for libtorch's ProcessGroupGloo.hpp (CPU jobs of several ranks)
   libturbojpeg0-dev libturbojpeg0  # training shards' JPEG frames
+  # ember serve: Boost (Beast, Asio) and msgpack-cxx, header-only (nothing to run); libboost1.74-dev
+  # is the headers and CMake files themselves (libboost-dev only points at it), about 9.5 MB
+  libboost1.74-dev libmsgpack-cxx-dev
   # remote shards (http://, https://, s3://): libcurl and every library it loads beyond glibc,
   # zlib and zstd (the node's image may have none of them; ember's RPATH finds them in the prefix)
   libcurl4-openssl-dev libcurl4 libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0 libbrotli1

@@ -7,6 +7,7 @@
 #   EMBER_BUILD_DIR  build directory (default: build/ in the source tree, git-ignored)
 #   EMBER_VENV       Python venv for the tests (default: ~/.cache/ember/venv, outside the tree)
 #   EMBER_LEROBOT_VENV  Python >= 3.12 venv with LeRobot for the parity checks (default: venv-lerobot beside it)
+#   EMBER_OPENPI_VENV   venv with openpi-client for the `ember serve` interoperability test (default: venv-openpi beside it)
 #   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
 #   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
 #   EMBER_BUILD_TARGET  build only this target (scripts/demo.sh builds only `ember`)
@@ -17,6 +18,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${EMBER_BUILD_DIR:-$root/build}"
 venv="${EMBER_VENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/ember/venv}"
 lvenv="${EMBER_LEROBOT_VENV:-$(dirname "$venv")/venv-lerobot}"  # LeRobot, for the parity checks
+ovenv="${EMBER_OPENPI_VENV:-$(dirname "$venv")/venv-openpi}"  # openpi's client, for the serve test
 
 say() { echo "[setup] $*" >&2; }
 
@@ -37,6 +39,7 @@ packages=(
   libcurl4-openssl-dev  # remote shards (http://, https://, s3://)
   nginx-light  # the remote-shard tests serve shards from a real nginx on loopback
   libssl-dev  # data_s3_test recomputes SigV4 signatures with OpenSSL's HMAC-SHA256
+  libboost-dev libmsgpack-cxx-dev  # ember serve: Boost.Beast / Asio and msgpack-cxx, both header-only
   clang libc++-dev libc++abi-dev  # tests/tools/portability_check.py: a second compiler and standard library
 )
 if [[ "${EMBER_NO_APT:-0}" != 1 ]]; then
@@ -83,6 +86,19 @@ else
   fi
   python_for_tests="$venv/bin/python3"
 
+  # openpi's own client (tests/python/test_serve_openpi.py drives `ember serve` with it): a venv
+  # of its own, as openpi-client 0.1.2 needs numpy < 2 and the test venv pins numpy 2. Small.
+  oreq="$root/scripts/requirements-openpi.txt"
+  if ! cmp -s "$oreq" "$ovenv/.ember-requirements"; then
+    say "installing openpi-client into $ovenv"
+    if { [[ -x "$ovenv/bin/python" ]] || /usr/bin/python3 -m venv "$ovenv"; } &&
+      "$ovenv/bin/python" -m pip install -q --disable-pip-version-check -r "$oreq" >&2; then
+      cp "$oreq" "$ovenv/.ember-requirements"
+    else
+      say "openpi-client did not install: the serve interoperability test will be skipped (it says so)"
+    fi
+  fi
+
   # LeRobot 0.6.1 (for the pi0.5 parity and export checks, tests/python/test_lerobot_pi05.py)
   # needs Python >= 3.12: the project's machines have one under pyenv, a plain Debian 12 has
   # not. Where none is found, or the install fails, the test prints "skipped: <reason>".
@@ -111,7 +127,7 @@ else
 fi
 
 # --- configure and build ------------------------------------------------------------------
-cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests" -DEMBER_LEROBOT_PYTHON="$lvenv/bin/python")
+cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests" -DEMBER_LEROBOT_PYTHON="$lvenv/bin/python" -DEMBER_OPENPI_PYTHON="$ovenv/bin/python")
 [[ -n "${EMBER_PREFIX:-}" ]] && cmake_args+=(-DCMAKE_PREFIX_PATH="$EMBER_PREFIX")
 if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^EMBER_PYTHON:FILEPATH=$python_for_tests\$" "$build/CMakeCache.txt"; then
   say "configuring $build"

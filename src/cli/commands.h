@@ -19,15 +19,17 @@ void add_bench_policy_command(CLI::App& app, Action& action);
 void add_train_commands(CLI::App& app, Action& action);
 // `ember predict`'s flags.
 struct PredictArgs {
-  std::string checkpoint, root, device = "auto", tokenizer_path, noise, raw_out;
+  std::string checkpoint, root, device = "auto", tokenizer_path, noise, raw_out, actions_out;
   int64_t index = 0;
 };
 // Prints a checkpoint's predicted action chunk for a dataset frame next to the recorded one
-// (and writes the raw model output to raw_out when given).
+// (and writes the raw model output to raw_out, the chunk to actions_out, when given).
 int print_prediction(const PredictArgs& args);
 void add_sim_commands(CLI::App& app, Action& action);  // sim collect|view, eval, bench sim
 void add_launch_command(CLI::App& app, Action& action);
 void add_rl_command(CLI::App& app, Action& action);  // ember rl (src/cli/rl_commands.cc)
+// `ember serve` and `ember bench inference` (src/cli/serve_commands.cc; after add_bench_commands).
+void add_serve_commands(CLI::App& app, Action& action);
 // `data check` and `data sample`, added to the `data` subcommand.
 void add_dataset_commands(CLI::App& data, Action& action);
 // `data pack`, added to the `data` subcommand (src/cli/shard_commands.cc).

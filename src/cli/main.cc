@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   ember::cli::add_sim_commands(app, action);  // after add_bench_commands: adds `bench sim`
   ember::cli::add_launch_command(app, action);
   ember::cli::add_rl_command(app, action);
+  ember::cli::add_serve_commands(app, action);  // after add_bench_commands: adds `bench inference`
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

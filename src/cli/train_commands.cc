@@ -91,6 +91,17 @@ int print_prediction(const PredictArgs& a) {
       model::save_tensors(a.raw_out, {{"actions", p.raw}}, {{"format", "pt"}, {"ember.what", "normalised sample_actions [chunk, max_action_dim]"}});
     }
   }
+  if (!a.actions_out.empty()) {
+    // the predicted chunk in the dataset's units, [H, action_dim] float32 (what `ember serve` answers)
+    std::vector<float> flat;
+    for (const auto& row : p.predicted) flat.insert(flat.end(), row.begin(), row.end());
+    auto actions = at::tensor(flat, at::kFloat).view({int64_t(p.predicted.size()), int64_t(p.predicted[0].size())});
+    if (a.actions_out.ends_with(".npy")) {
+      write_npy(a.actions_out, actions);
+    } else {
+      model::save_tensors(a.actions_out, {{"actions", actions}}, {{"format", "pt"}, {"ember.what", "predicted chunk [chunk, action_dim]"}});
+    }
+  }
   std::printf("frame %lld, task \"%s\", checkpoint step %lld%s\n", (long long)a.index, p.task.c_str(), (long long)bundle.step,
               a.noise.empty() ? "" : (", noise from " + a.noise).c_str());
   std::printf("%4s  %-*s  %s\n", "step", int(p.predicted[0].size() * 8), "predicted", "recorded");
@@ -150,6 +161,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   predict->add_option("--policy.tokenizer_path", pa->tokenizer_path, "SentencePiece model (needed for a LeRobot directory)");
   predict->add_option("--noise", pa->noise, "initial flow noise, safetensors or .npy, [chunk, max_action_dim]");
   predict->add_option("--raw_out", pa->raw_out, "write the raw (normalised) model output here: safetensors ('actions') or .npy");
+  predict->add_option("--actions_out", pa->actions_out, "write the predicted chunk (the dataset's units) here: safetensors ('actions') or .npy");
   predict->callback([pa, &action] { action = [pa] { return print_prediction(*pa); }; });
 
   auto ex_checkpoint = std::make_shared<std::string>();

@@ -11,7 +11,6 @@
 
 #include "ember/model/pi05.h"
 #include "ember/model/policy_type.h"
-#include "ember/rl/batcher.h"
 #include "ember/rl/episode_feed.h"
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/grpo.h"
@@ -302,30 +301,6 @@ TEST(Grpo, StalenessRule) {
   EXPECT_TRUE(too_stale(5, 4, 0));
   EXPECT_FALSE(too_stale(5, 4, 1));
   EXPECT_TRUE(too_stale(5, 3, 1));
-}
-
-TEST(Batcher, RunsAtMaxBatchOrAfterTheTimeout) {
-  using namespace std::chrono;
-  DynamicBatcher<int> b(3, milliseconds(50));
-  for (int i = 0; i < 4; ++i) b.push(i);
-  auto t0 = steady_clock::now();
-  auto full = b.take();  // 3 waiting: at once
-  EXPECT_LT(duration<double>(steady_clock::now() - t0).count(), 0.04);
-  EXPECT_EQ(full, (std::vector<int>{0, 1, 2}));
-  auto partial = b.take();  // one left: after the oldest waited 50 ms
-  EXPECT_GE(duration<double>(steady_clock::now() - t0).count(), 0.045);
-  EXPECT_EQ(partial, (std::vector<int>{3}));
-  // a request arriving from another thread while the consumer waits
-  std::thread producer([&] {
-    std::this_thread::sleep_for(milliseconds(10));
-    b.push(7), b.push(8), b.push(9);
-  });
-  EXPECT_EQ(b.take(), (std::vector<int>{7, 8, 9}));
-  producer.join();
-  b.push(5);
-  b.close();
-  EXPECT_EQ(b.take(), (std::vector<int>{5}));  // drained after close
-  EXPECT_TRUE(b.take().empty());
 }
 
 TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {

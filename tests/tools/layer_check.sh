@@ -14,6 +14,7 @@ declare -A allowed=(
   [sim]="core io data"
   [eval]="core io data kernels model dist train sim"
   [rl]="core io data kernels model dist train sim eval"
+  [serve]="core io data kernels model dist train"
 )
 bad=0
 for layer in "${!allowed[@]}"; do
@@ -33,7 +34,7 @@ done
 # one policy seam: above model/ nothing names a concrete policy type (model/policy_type.h registers
 # them; the layers above hold PolicyModuleImpl and PolicyArch only)
 concrete='Pi05Policy|GrootPolicy|GrootShape|groot_shape|groot_arch|pi05_arch|lerobot_pi05|model/pi05\.h|model/groot\.h|[!=]= "(pi05|groot)"'
-for dir in "$src"/ember/{train,dist,eval,rl,sim} "$src"/cli "$src"/bench; do
+for dir in "$src"/ember/{train,dist,eval,rl,sim,serve} "$src"/cli "$src"/bench; do
   [[ -d "$dir" ]] || continue
   if grep -rnE --include='*.h' --include='*.cc' "$concrete" "$dir"; then
     echo "a concrete policy type is named above model/ (above): go through model/policy_type.h"

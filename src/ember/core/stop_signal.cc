@@ -20,6 +20,8 @@ static_assert(std::atomic<int64_t>::is_always_lock_free, "read and written in a 
 // a later signal sooner than this after the first repeats the request (`timeout`'s second copy)
 constexpr int64_t kRepeatNs = 1'000'000'000;
 
+const char* g_line = "\nember: stopping after this step (a checkpoint will be saved); send the signal again to end at once\n";
+
 int64_t monotonic_ns() {
   timespec t{};
   clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe
@@ -36,14 +38,16 @@ void on_stop_signal(int sig) {
     return;
   }
   request_stop(sig);
-  static const char kLine[] = "\nember: stopping after this step (a checkpoint will be saved); send the signal again to end at once\n";
-  ssize_t ignored = write(2, kLine, sizeof(kLine) - 1);
+  size_t n = 0;
+  while (g_line[n]) ++n;  // strlen is not async-signal-safe by the letter
+  ssize_t ignored = write(2, g_line, n);
   (void)ignored;
 }
 
 }  // namespace
 
-void install_stop_signals() {
+void install_stop_signals(const char* line) {
+  if (line) g_line = line;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sa.sa_flags = SA_RESTART;  // blocking calls in other threads go on

@@ -9,8 +9,9 @@
 namespace ember {
 
 // Installs the handlers (idempotent). Only commands that read stop_requested() call it; elsewhere
-// the signals keep their default action.
-void install_stop_signals();
+// the signals keep their default action. `line`: what the first signal prints on stderr (a
+// string that lives as long as the process; default: train's and rl's "stopping after this step").
+void install_stop_signals(const char* line = nullptr);
 
 // The signal that asked to stop (SIGINT or SIGTERM), or 0.
 int stop_requested();

@@ -1,6 +1,5 @@
 #include "ember/eval/checkpoint_policy.h"
 
-#include <ATen/core/grad_mode.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -9,7 +8,7 @@
 #include "ember/core/json_file.h"
 #include "ember/model/device.h"
 #include "ember/sim/features.h"
-#include "ember/train/cuda_setup.h"
+#include "ember/train/inference.h"
 
 namespace ember::eval {
 
@@ -78,10 +77,8 @@ std::vector<sim::ActionChunk> act_with(model::PolicyModuleImpl& module, const mo
   for (const auto& in : inputs) samples.push_back(builder.build(observation_item(*in.obs, in.task->instruction, state_key), false));
   std::vector<const model::PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
-  auto batch = model::collate(ptrs, shape, model::AttentionBackend::kVarlen).to(device);
-  at::NoGradGuard no_grad;
-  Bf16Autocast bf16(device.is_cuda());  // FlashAttention's varlen kernel on GPUs
-  auto actions = module.sample_actions(batch).cpu();  // [n, H, A]
+  // the noise from the device's generator, seeded once when the policy was loaded
+  auto actions = train::sample_chunks(module, shape, ptrs, device);  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
   for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(builder, actions[i]));
   return chunks;

@@ -1,5 +1,5 @@
 // The rollout (generation) side: environment workers submit one request per observation that
-// needs a chunk; a thread takes dynamic batches (batcher.h), samples the flow-noise chain for
+// needs a chunk; a thread takes dynamic batches (core/dynamic_batcher.h), samples the flow-noise chain for
 // them (flow_noise.h) with the prefix computed once per request, and answers each request with
 // its chain, log-probabilities, action chunk and the version of the weights that produced it.
 // The learner swaps new weights in between two batches. On CUDA the rollout runs on a stream of
@@ -17,9 +17,9 @@
 #include <mutex>
 #include <thread>
 
+#include "ember/core/dynamic_batcher.h"
 #include "ember/model/policy.h"
 #include "ember/model/processor.h"
-#include "ember/rl/batcher.h"
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/value_head.h"
 #include "ember/sim/policy.h"
@@ -80,7 +80,7 @@ class RolloutServer {
   const model::SampleBuilder& builder_;
   FlowNoise noise_;
   at::Device device_;
-  DynamicBatcher<Request> batcher_;
+  core::DynamicBatcher<Request> batcher_;
   std::unique_ptr<Stream> stream_;
   std::mutex weights_mu_;
   int64_t version_;

@@ -1,13 +1,11 @@
 #include "ember/train/predict.h"
 
-#include <ATen/core/grad_mode.h>
-
 #include <cstring>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/model/weights.h"
-#include "ember/train/cuda_setup.h"
+#include "ember/train/inference.h"
 
 namespace ember::train {
 
@@ -116,14 +114,9 @@ Prediction predict_chunk(PolicyBundle& b, const std::string& root, int64_t index
     throw Error(ErrorKind::kInvalidArgument, noise_what + ": not [" + std::to_string(b.shape.horizon) + ", " + std::to_string(b.shape.max_action_dim) + "]");
   auto item = dataset.get(index);
   auto sample = builder.build(item, /*with_actions=*/false);
-  std::vector<const model::PolicySample*> one{&sample};
-  auto in = model::collate(one, b.shape, model::AttentionBackend::kVarlen).to(device);
-  at::manual_seed(seed);
-  at::NoGradGuard no_grad;
-  Bf16Autocast bf16(device.is_cuda());
-  std::optional<at::Tensor> x0;
-  if (noise.defined()) x0 = noise.to(at::kFloat).unsqueeze(0).to(device);
-  auto actions = b.module->sample_actions(in, x0);  // [1, H, A]
+  const model::PolicySample* one[] = {&sample};
+  auto x0 = noise.defined() ? noise : seeded_noise(b.shape, seed);  // [H, max_action_dim]
+  auto actions = sample_chunks(*b.module, b.shape, one, device, x0.unsqueeze(0));  // [1, H, A]
   Prediction p;
   p.task = item.task;
   p.raw = actions[0].to(at::kFloat).cpu().contiguous();

@@ -17,9 +17,9 @@ struct Prediction {
 };
 
 // Predicts the chunk of frame `index` of the dataset at `root` with the bundle's policy
-// (noise drawn from a generator seeded with `seed`, or `noise` [H, max_action_dim] when
-// defined: the initial noise of the flow, so that another implementation can be compared on
-// the same draw). Throws Error kInvalidArgument naming the dataset when its features differ
+// (train/inference.h's sample_chunks; the initial flow noise seeded_noise(seed), or `noise`
+// [H, max_action_dim] when defined, so that another implementation can be compared on the
+// same draw). Throws Error kInvalidArgument naming the dataset when its features differ
 // from the checkpoint's or the index is out of range, naming `noise_what` when the noise is
 // not [H, max_action_dim].
 Prediction predict_chunk(PolicyBundle& bundle, const std::string& root, int64_t index, const at::Device& device, uint64_t seed = 0,

@@ -1,15 +1,18 @@
-// The rollout's dynamic batcher: requests arrive from many environment workers; the policy runs
-// on a batch as soon as `max_batch` requests wait, or when the oldest has waited `timeout`
-// (--rl.max_batch, --rl.batch_timeout_ms). Thread-safe: any number of producers, one consumer.
+// A dynamic batcher: requests arrive from many producers (RL's environment workers, `ember
+// serve`'s connections); the consumer (the one thread that runs the policy) takes a batch as soon
+// as `max_batch` requests wait, or when the oldest has waited `timeout` (--rl.max_batch /
+// --rl.batch_timeout_ms, serve's --max_batch / --batch_timeout_ms). Thread-safe: any number of
+// producers, one consumer.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <cstddef>
 #include <mutex>
 #include <vector>
 
-namespace ember::rl {
+namespace ember::core {
 
 template <typename T>
 class DynamicBatcher {
@@ -49,6 +52,12 @@ class DynamicBatcher {
     return batch;
   }
 
+  // Requests waiting for take().
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_.size();
+  }
+
   // Wakes the consumer; take() drains what is left, then returns empty.
   void close() {
     {
@@ -65,10 +74,10 @@ class DynamicBatcher {
   };
   const int max_batch_;
   const std::chrono::microseconds timeout_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Entry> queue_;
   bool closed_ = false;
 };
 
-}  // namespace ember::rl
+}  // namespace ember::core
