@@ -48,6 +48,16 @@ struct Loopback {
 
 void expect_has(const std::string& text, const std::string& part) { EXPECT_NE(text.find(part), std::string::npos) << text; }
 
+// the same chunk up to float rounding: a request batched with another (default --max_batch) may
+// differ from its chunk alone in the last bits
+void expect_near(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t h = 0; h < want.size(); ++h) {
+    ASSERT_EQ(got[h].size(), want[h].size());
+    for (size_t d = 0; d < want[h].size(); ++d) EXPECT_NEAR(got[h][d], want[h][d], 1e-4) << "row " << h << ", dim " << d;
+  }
+}
+
 // the error text frame a bad request gets, after which the server closes (1008)
 std::string refusal(Client& c) {
   auto frame = c.receive();
@@ -336,18 +346,19 @@ TEST_P(ServeGarbage, CostsOnlyItsOwnConnection) {
     if (g.name == "AFrameCutInHalfThenDropped") {
       const std::string whole = encode(*good_obs_);
       bad.send_raw(frame_header(2, whole.size()) + whole.substr(0, whole.size() / 2));
-      EXPECT_EQ(actions_of(good_->infer(*good_obs_)), want_);
+      expect_near(actions_of(good_->infer(*good_obs_)), want_);
       bad.drop();
     } else {
       g.act(bad, *good_obs_);
       if (!g.expect.empty()) expect_has(refusal(bad), g.expect);
     }
   }
-  // the good client, on its one connection all along, is answered as before
-  EXPECT_EQ(actions_of(good_->infer(*good_obs_)), want_);
+  // the good client, on its one connection all along, is answered as before (the dropped
+  // connection's request may share its batch)
+  expect_near(actions_of(good_->infer(*good_obs_)), want_);
   // and new clients are welcome
   Client fresh("127.0.0.1", lb_->server->port());
-  EXPECT_EQ(actions_of(fresh.infer(*good_obs_)), want_);
+  expect_near(actions_of(fresh.infer(*good_obs_)), want_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ServeGarbage, ::testing::Range(size_t(0), garbage().size()),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -187,12 +188,23 @@ class Builder {
   std::string error_;
 };
 
-void pack(msgpack::packer<msgpack::sbuffer>& p, const Field& v) {
+// msgpack's float 64 (0xcb, the value's bits big-endian). Not packer::pack_double, which writes an
+// integral value as an integer (a timing of 3.0 ms would reach the client as int 3, a value of
+// 2^63 or more as an unsigned integer this decoder refuses).
+void pack_float64(msgpack::sbuffer& buffer, double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, 8);
+  char out[9] = {char(0xcb)};
+  for (int i = 0; i < 8; ++i) out[1 + i] = char(bits >> (56 - 8 * i));
+  buffer.write(out, 9);
+}
+
+void pack(msgpack::sbuffer& buffer, msgpack::packer<msgpack::sbuffer>& p, const Field& v) {
   switch (v.kind) {
     case Field::Kind::kNil: p.pack_nil(); return;
     case Field::Kind::kBool: v.boolean ? p.pack_true() : p.pack_false(); return;
     case Field::Kind::kInt: p.pack_int64(v.integer); return;
-    case Field::Kind::kFloat: p.pack_double(v.number); return;
+    case Field::Kind::kFloat: pack_float64(buffer, v.number); return;
     case Field::Kind::kString:
       p.pack_str(uint32_t(v.bytes.size()));
       p.pack_str_body(v.bytes.data(), uint32_t(v.bytes.size()));
@@ -203,14 +215,14 @@ void pack(msgpack::packer<msgpack::sbuffer>& p, const Field& v) {
       return;
     case Field::Kind::kList:
       p.pack_array(uint32_t(v.items.size()));
-      for (const auto& item : v.items) pack(p, item);
+      for (const auto& item : v.items) pack(buffer, p, item);
       return;
     case Field::Kind::kMap:
       p.pack_map(uint32_t(v.items.size()));
       for (const auto& item : v.items) {
         p.pack_str(uint32_t(item.key.size()));
         p.pack_str_body(item.key.data(), uint32_t(item.key.size()));
-        pack(p, item);
+        pack(buffer, p, item);
       }
       return;
     case Field::Kind::kNdArray: {
@@ -297,7 +309,7 @@ Field decode(std::string_view frame, const DecodeLimits& limits) {
 std::string encode(const Field& value) {
   msgpack::sbuffer buffer;
   msgpack::packer<msgpack::sbuffer> p(buffer);
-  pack(p, value);
+  pack(buffer, p, value);
   return std::string(buffer.data(), buffer.size());
 }
 
