@@ -88,8 +88,9 @@ else
 
   # openpi's own client (tests/python/test_serve_openpi.py drives `ember serve` with it): a venv
   # of its own, as openpi-client 0.1.2 needs numpy < 2 and the test venv pins numpy 2. Small.
+  # Only for the tests (scripts/test.sh sets EMBER_WITH_LEROBOT=1 for its extras; the demo needs none).
   oreq="$root/scripts/requirements-openpi.txt"
-  if ! cmp -s "$oreq" "$ovenv/.ember-requirements"; then
+  if [[ "${EMBER_WITH_LEROBOT:-0}" == 1 ]] && ! cmp -s "$oreq" "$ovenv/.ember-requirements"; then
     say "installing openpi-client into $ovenv"
     if { [[ -x "$ovenv/bin/python" ]] || /usr/bin/python3 -m venv "$ovenv"; } &&
       "$ovenv/bin/python" -m pip install -q --disable-pip-version-check -r "$oreq" >&2; then
