@@ -25,6 +25,10 @@
 #   EPISODES=50 IMAGE=128 POLICY_TYPE=pi05 PRESET=small BATCH=128 HORIZON=10 VISION=112 STEPS=6000
 #   LR=3e-4 SAVE=1000 WORKERS=12 TRAIN_SECONDS=540 TRIALS=50 N_ENVS=50 REPLAN=5 RUN=train (the run's name)
 #   POLICY_TYPE    pi05 | groot (--policy.type; groot's small preset is docs/groot.md's)
+#   GROOT_FLAGS    groot only, before TRAIN_EXTRA: default the from-scratch set (docs/groot.md,
+#                  bench/results/groot_scratch_ember10_h200_2026-12-03.md: 67.6 %): the backbone
+#                  trained, torch.nn.Linear's init in the embodiment heads, pi0.5's normalisation,
+#                  prompt and loss mask; GROOT_FLAGS= (empty) trains with N1.5's defaults
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
@@ -82,10 +86,12 @@ collect() {
 
 train() {
   rm -rf "${work:?}/$run"
+  local groot=()
+  [[ "${POLICY_TYPE:-pi05}" == groot ]] && read -ra groot <<<"${GROOT_FLAGS---policy.tune_backbone=true --policy.head_init=torch --policy.normalization=auto --policy.state_in_prompt=true --policy.loss_on_padded_steps=false}"
   timeout -k 120 "${TRAIN_SECONDS:-540}" "$ember" train --dataset.root="$work/data" --output_dir="$work/$run" --device="$device" \
     --policy.type="${POLICY_TYPE:-pi05}" --policy.preset="${PRESET:-small}" --policy.horizon="${HORIZON:-10}" --dataset.image_size="${VISION:-112}" \
     --steps="${STEPS:-6000}" --batch_size="${BATCH:-128}" --optimizer.lr="${LR:-3e-4}" --scheduler.warmup_steps=200 \
-    --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" ${TRAIN_EXTRA:-} 2>&1 | tee "$out/$run.log" | tail -n 40
+    --log_freq=100 --save_freq="${SAVE:-1000}" --num_workers="${WORKERS:-12}" "${groot[@]}" ${TRAIN_EXTRA:-} 2>&1 | tee "$out/$run.log" | tail -n 40
   local rc=${PIPESTATUS[0]}
   ((rc == 124)) && echo "train: stopped by TRAIN_SECONDS=${TRAIN_SECONDS:-540} (the step under way was saved; the latest checkpoint is evaluated)" | tee -a "$out/$run.log"
   cp "$work/$run/metrics.jsonl" "$out/${run}_metrics.jsonl"

@@ -258,6 +258,22 @@ TEST(GrootPolicy, InitialisedAsN15) {
     EXPECT_NEAR(params[n].std().item<double>(), 0.02, 0.006) << n;
 }
 
+TEST(GrootPolicy, TorchHeadInitRedrawsOnlyTheEmbodimentMlps) {
+  // --policy.head_init=torch: the embodiment heads' linear layers as torch.nn.Linear starts them
+  // (from scratch); everything else as N1.5 (above)
+  at::manual_seed(3);
+  GrootPolicy p(tiny(), false, /*torch_head_init=*/true);
+  auto params = p->named_parameters();
+  for (const char* n : {"heads.0.state1.weight", "heads.0.state2.weight", "heads.0.act1.weight", "heads.0.act2.weight",
+                        "heads.1.act3.weight", "heads.2.dec1.weight", "heads.2.dec2.weight", "heads.2.dec2.bias"}) {
+    const auto& w = params[n];
+    const double bound = 1.0 / std::sqrt(double(params[std::string(n).substr(0, std::string(n).rfind('.')) + ".weight"].size(1)));
+    EXPECT_LE(w.abs().max().item<double>(), bound * (1 + 1e-6)) << n;
+    EXPECT_GT(w.abs().max().item<double>(), 0.5 * bound) << n;  // not N(0, 0.02^2) nor zeros
+  }
+  for (const char* n : {"future_tokens", "positions"}) EXPECT_NEAR(params[n].std().item<double>(), 0.02, 0.006) << n;
+}
+
 TEST(GrootPolicy, DropoutOnlyWhileTraining) {
   auto shape = tiny();
   auto samples = make_samples(shape, 4, 6);

@@ -19,6 +19,9 @@
 #include "ember/train/optimizer.h"
 #include "ember/train/policy_checkpoint.h"
 #include "ember/model/processor.h"
+#include "ember/model/prompt.h"
+#include "ember/model/policy_type.h"
+#include "ember/data/dataset.h"
 #include "ember/train/predict.h"
 #include "ember/train/train_step.h"
 #include "ember/train/trainer.h"
@@ -183,6 +186,73 @@ TEST(Train, GrootPolicyJsonSaysHowItWasTrained) {
   EXPECT_NE(msg.find("dropout"), std::string::npos) << msg;
   j["groot"]["dropout"] = "0.2";
   EXPECT_NE(test::error_of([&] { model::groot_shape_from_json(j, file); }).find(file), std::string::npos);
+}
+
+TEST(Train, GrootDefaultsAreN15sAndItsFeaturesKeepThem) {
+  // N1.5's rules and optimiser unless a flag says otherwise (docs/groot.md)
+  test::TempDir dir;
+  const std::vector<std::string> base{"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/run", "--device=cpu",
+                                      "--steps=2", "--batch_size=4", "--policy.type=groot", "--dataset.image_size=32",
+                                      "--num_workers=1", "--save_freq=2", "--dataset.episodes=[0]"};
+  auto config = parse_train_flags(base);
+  EXPECT_EQ(config.policy.normalization, "MIN_MAX");
+  EXPECT_FALSE(config.policy.state_in_prompt);
+  EXPECT_TRUE(config.policy.loss_on_padded_steps);
+  EXPECT_DOUBLE_EQ(config.policy.dropout, 0.2);
+  EXPECT_EQ(config.policy.head_init, "n15");
+  EXPECT_DOUBLE_EQ(config.optimizer.lr, 1e-4);
+  EXPECT_DOUBLE_EQ(config.optimizer.betas[0], 0.95);
+  EXPECT_DOUBLE_EQ(config.optimizer.betas[1], 0.999);
+  EXPECT_DOUBLE_EQ(config.optimizer.weight_decay, 1e-5);
+  EXPECT_EQ(config.scheduler.warmup_steps, 1500);
+  auto flags = base;
+  flags.push_back("--policy.state_in_prompt=true");
+  flags.push_back("--policy.normalization=auto");
+  EXPECT_TRUE(parse_train_flags(flags).policy.state_in_prompt);
+  EXPECT_EQ(parse_train_flags(flags).policy.normalization, "auto");
+  // pi05 keeps its own, and refuses groot's options
+  auto pi = parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/pi", "--device=cpu"});
+  EXPECT_EQ(pi.policy.normalization, "auto");
+  EXPECT_TRUE(pi.policy.state_in_prompt);
+  EXPECT_FALSE(pi.policy.loss_on_padded_steps);
+  EXPECT_DOUBLE_EQ(pi.policy.dropout, 0);
+  for (const char* bad : {"--policy.dropout=0.2", "--policy.head_init=torch"}) {
+    // refused before any work (at the flags, or where the policy is made)
+    auto msg = test::error_of(
+        [&] { train(parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=" + dir.path() + "/pi_bad", "--device=cpu", bad}), quiet()); },
+        ErrorKind::kInvalidArgument);
+    EXPECT_FALSE(fs::exists(dir.path() + "/pi_bad/checkpoints"));
+    EXPECT_NE(msg.find(std::string(bad).substr(0, std::string(bad).find('='))), std::string::npos) << msg;
+  }
+  EXPECT_THROW(parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=x", "--policy.type=groot", "--policy.dropout=1"}), Error);
+  EXPECT_THROW(parse_train_flags({"--dataset.root=" + kFixture, "--output_dir=x", "--policy.normalization=minmax"}), Error);
+
+  // the checkpoint's features hold the rules; its samples' prompt is the task alone
+  train(config, quiet());
+  auto latest = find_latest_checkpoint(dir.path() + "/run");
+  ASSERT_TRUE(latest);
+  auto spec = model::FeatureSpec::from_json(read_json_file((latest->dir / "features.json").string()), "features.json");
+  EXPECT_FALSE(spec.state_in_prompt);
+  EXPECT_TRUE(spec.loss_on_padded_steps);
+  EXPECT_EQ(spec.modes.at("action"), data::NormMode::kMinMax);
+  EXPECT_EQ(spec.modes.at("observation.state"), data::NormMode::kMinMax);
+  auto tokenizer = model::Tokenizer::load((latest->dir / "tokenizer.model").string());
+  auto arch = model::policy_type("groot").from_json(read_json_file((latest->dir / "policy.json").string()), "policy.json");
+  model::SampleBuilder builder(spec, arch->base(), tokenizer);
+  data::Dataset ds(kFixture, builder.dataset_options());
+  auto item = ds.get(0);
+  auto sample = builder.build(item, false);
+  EXPECT_EQ(tokenizer.decode(sample.prompt), model::clean_task(item.task));
+  // a resumed run keeps the recorded rules whatever its flags say
+  flags = base;
+  flags.push_back("--policy.state_in_prompt=true");
+  flags.push_back("--steps=3");
+  flags.push_back("--resume=true");
+  auto resumed = parse_train_flags(flags);
+  train(resumed, quiet());
+  latest = find_latest_checkpoint(dir.path() + "/run");
+  ASSERT_EQ(latest->step, 3);
+  EXPECT_FALSE(model::FeatureSpec::from_json(read_json_file((latest->dir / "features.json").string()), "f").state_in_prompt);
 }
 
 TEST(Train, RefusesToOverwriteOrResumeNothing) {

@@ -204,7 +204,7 @@ at::Tensor GrootBlockImpl::forward(const at::Tensor& x, const at::Tensor& ctx, c
   return h + drop(ff2->forward(drop(at::gelu(ff1->forward(z), "tanh"))));
 }
 
-EmbodimentHeadImpl::EmbodimentHeadImpl(const GrootShape& s, const GrootEmbodiment& e) : dims(e) {
+EmbodimentHeadImpl::EmbodimentHeadImpl(const GrootShape& s, const GrootEmbodiment& e, bool torch_init) : dims(e) {
   const int i = s.inner();
   state1 = register_module("state1", Dense(e.state_dim, s.hidden));
   state2 = register_module("state2", Dense(s.hidden, i));
@@ -213,6 +213,8 @@ EmbodimentHeadImpl::EmbodimentHeadImpl(const GrootShape& s, const GrootEmbodimen
   act3 = register_module("act3", Dense(i, i));
   dec1 = register_module("dec1", Dense(s.dit_output, s.hidden));
   dec2 = register_module("dec2", Dense(s.hidden, e.action_dim));
+  if (torch_init)
+    for (auto* d : {&state1, &state2, &act1, &act2, &act3, &dec1, &dec2}) torch_default_init(*d);
 }
 
 at::Tensor EmbodimentHeadImpl::encode_state(const at::Tensor& state) const {
@@ -237,7 +239,7 @@ struct GrootPolicyImpl::Groups {
   at::Tensor inverse;            // [n] int64
 };
 
-GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune) : shape(s), tune_backbone(tune) {
+GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune, bool torch_head_init) : shape(s), tune_backbone(tune) {
   validate(s);
   const int i = s.inner(), b = s.backbone_dim;
   backbone = register_module("backbone", GrootBackbone(s));
@@ -256,7 +258,7 @@ GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune) : shape(s), tun
   future_tokens = register_parameter("future_tokens", at::randn({s.future_tokens, i}) * 0.02);
   positions = register_parameter("positions", at::randn({s.max_seq_len, i}) * 0.02);
   heads = register_module("heads", torch::nn::ModuleList());
-  for (const auto& e : s.embodiments) heads->push_back(EmbodimentHead(s, e));
+  for (const auto& e : s.embodiments) heads->push_back(EmbodimentHead(s, e, torch_head_init));
   if (!tune_backbone)
     for (auto& p : backbone->parameters()) p.set_requires_grad(false);
 }
@@ -367,7 +369,7 @@ LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> 
   auto tt = t.view({-1, 1, 1});
   auto x_t = (1 - tt) * eps + tt * actions;
   auto target = actions - eps;
-  auto tbucket = at::floor(t * shape.timestep_buckets);
+  auto tbucket = at::trunc(t * shape.timestep_buckets);  // N1.5's (t * buckets).long()
   const GrootLayout layout = make_groot_layout(in, shape);
   const Groups g = make_groups(in);
   const double dropout = is_training() ? shape.dropout : 0.0;

@@ -15,7 +15,7 @@
 //   heads     samples grouped by embodiment: each group runs its own MLPs on its own state and
 //             action widths (no padding to a common width inside the heads)
 // Flow matching as N1.5: t = (0.999 - Beta(1.5, 1)) / 0.999, x_t = (1 - t) noise + t actions,
-// target actions - noise, the DiT's time floor(1000 t); inference integrates t = 0 -> 1 in
+// target actions - noise, the DiT's time trunc(1000 t) (N1.5's `.long()`); inference integrates t = 0 -> 1 in
 // flow_steps Euler steps. Loss: squared error summed over the action mask's entries of each
 // embodiment's width, divided by their count.
 //
@@ -111,7 +111,7 @@ TORCH_MODULE(GrootBlock);
 // category's weights).
 class EmbodimentHeadImpl : public torch::nn::Module {
  public:
-  EmbodimentHeadImpl(const GrootShape& shape, const GrootEmbodiment& e);
+  EmbodimentHeadImpl(const GrootShape& shape, const GrootEmbodiment& e, bool torch_init = false);
   at::Tensor encode_state(const at::Tensor& state) const;                        // [m, s] -> [m, 1, I]
   at::Tensor encode_action(const at::Tensor& x, const at::Tensor& tbucket) const;  // [m, H, a], [m] -> [m, H, I]
   at::Tensor decode(const at::Tensor& y) const;                                    // [m, H, out] -> [m, H, a]
@@ -124,7 +124,10 @@ class GrootPolicyImpl : public PolicyModuleImpl {
  public:
   // tune_backbone false: the backbone's parameters do not require gradients and its forward
   // runs in inference mode.
-  GrootPolicyImpl(const GrootShape& shape, bool tune_backbone = false);
+  // torch_head_init: the embodiment heads' linear layers start as torch.nn.Linear's default
+  // (uniform +-1/sqrt(fan_in)) instead of N1.5's N(0, 0.02^2): N1.5's are made to be loaded
+  // from pretrained weights; from scratch their small gain slows learning (docs/groot.md).
+  GrootPolicyImpl(const GrootShape& shape, bool tune_backbone = false, bool torch_head_init = false);
 
   // N1.5's time: (s - Beta(1.5, 1)) / s with s = 0.999 (Beta(1.5, 1) is u^(1/1.5))
   at::Tensor flow_time(const at::Tensor& u) const override { return (0.999 - at::pow(u, 1.0 / 1.5)) / 0.999; }

@@ -39,7 +39,7 @@ class GrootArch : public PolicyArch {
 
   std::shared_ptr<PolicyModuleImpl> build(const BuildOptions& o, at::Device device) const override {
     policy_type_info(type()).check_options(o);
-    GrootPolicy policy(shape_, o.tune_backbone);
+    GrootPolicy policy(shape_, o.tune_backbone, o.torch_head_init);
     policy->to(device);
     policy->train();
     return policy.ptr();
@@ -64,6 +64,7 @@ std::shared_ptr<const PolicyArch> from_preset(const ShapeOptions& o) {
                                                    std::to_string(s.vision.patch * s.vision.merge));
   }
   if (o.vocab) s.vocab = o.vocab;
+  if (o.dropout) g.dropout = *o.dropout;
   for (auto& e : g.embodiments) e.action_dim = std::min(e.action_dim, s.max_action_dim);
   return std::make_shared<GrootArch>(g);
 }

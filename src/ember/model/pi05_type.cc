@@ -39,6 +39,8 @@ class Pi05Arch : public PolicyArch {
 };
 
 std::shared_ptr<const PolicyArch> from_preset(const ShapeOptions& o) {
+  if (o.dropout && *o.dropout != 0)
+    throw Error(ErrorKind::kInvalidArgument, "--policy.dropout: 0 with --policy.type=pi05 (it has no dropout layers)");
   auto s = preset_shape(o.preset);
   if (o.horizon) s.horizon = o.horizon;
   if (o.max_action_dim) s.max_action_dim = o.max_action_dim;

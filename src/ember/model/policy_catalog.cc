@@ -17,6 +17,8 @@ PolicyTypeInfo pi05_info() {
   t.check_options = [](const BuildOptions& o) {
     if (o.tune_backbone)
       throw Error(ErrorKind::kInvalidArgument, "--policy.tune_backbone: false with --policy.type=pi05 (pi0.5 trains every weight)");
+    if (o.torch_head_init)
+      throw Error(ErrorKind::kInvalidArgument, "--policy.head_init: n15 with --policy.type=pi05 (groot's embodiment heads only)");
   };
   return t;
 }
@@ -26,8 +28,22 @@ PolicyTypeInfo groot_info() {
   t.name = "groot";
   t.presets = {"tiny", "small", "n15"};
   t.description = "GR00T-N1.5: an Eagle-like backbone (frozen by default), a DiT action head per embodiment";
-  // N1.5's chunk of 16 actions and 4 Euler steps (pi0.5's are the flags' own defaults)
-  t.flag_defaults = {{"policy.horizon", "16"}, {"policy.num_steps", "4"}};
+  // N1.5's chunk of 16 actions and 4 Euler steps (pi0.5's are the flags' own defaults); its
+  // min-max normalisation, task-only prompt and loss over every chunk step; its AdamW (lr 1e-4,
+  // betas 0.95 / 0.999, weight decay 1e-5) and its 5 % warm-up (the warm-up scales with --steps:
+  // 1500 of the 30000 decay steps is 5 % of any run up to 30000 steps). The cosine keeps ember's
+  // floor of 10 % (N1.5's ends at 0: a run longer than the decay would stop learning). Sources:
+  // docs/groot.md.
+  t.flag_defaults = {{"policy.horizon", "16"},
+                     {"policy.num_steps", "4"},
+                     {"policy.normalization", "MIN_MAX"},
+                     {"policy.state_in_prompt", "false"},
+                     {"policy.loss_on_padded_steps", "true"},
+                     {"optimizer.lr", "1e-4"},
+                     {"optimizer.betas", "[0.95,0.999]"},
+                     {"optimizer.weight_decay", "1e-5"},
+                     {"scheduler.warmup_steps", "1500"},
+                     {"policy.dropout", "0.2"}};
   t.check_options = [](const BuildOptions& o) {
     if (o.fp8) throw Error(ErrorKind::kInvalidArgument, "--policy.fp8: only --policy.type=pi05 has FP8 layers (not groot)");
     if (o.gradient_checkpointing)

@@ -17,6 +17,9 @@ struct BuildOptions {
   bool gradient_checkpointing = false;  // --policy.gradient_checkpointing
   bool tune_backbone = false;           // --policy.tune_backbone
   bool bf16_params = false;             // --policy.param_dtype=bf16
+  // --policy.head_init=torch (groot): the embodiment MLPs start as PyTorch's Linear does instead
+  // of N1.5's N(0, 0.02^2), for training from scratch (docs/groot.md)
+  bool torch_head_init = false;
 };
 
 struct PolicyTypeInfo {

@@ -37,6 +37,8 @@ struct ShapeOptions {
   int flow_steps = 0;
   std::optional<int> image_size;
   int vocab = 0;  // the tokenizer's pieces
+  // --policy.dropout: groot's blocks while training (recorded in policy.json); pi05 has none
+  std::optional<double> dropout;
 };
 
 class PolicyArch {

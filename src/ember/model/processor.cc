@@ -25,8 +25,10 @@ bool has_stats(const data::FeatureStats& s, std::initializer_list<const char*> n
 
 }  // namespace
 
-FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape) {
+FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureRules& rules) {
   FeatureSpec spec;
+  spec.state_in_prompt = rules.state_in_prompt;
+  spec.loss_on_padded_steps = rules.loss_on_padded_steps;
   spec.fps = meta.info.fps;
   for (const auto* cam : meta.info.cameras()) spec.cameras.push_back(cam->key);
   if (int(spec.cameras.size()) > shape.max_cameras)
@@ -45,7 +47,17 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
   for (const auto& key : {spec.state_key, spec.action_key}) {
     auto it = meta.stats.find(key);
     if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
-    if (has_stats(it->second, {"q01", "q99"})) {
+    if (rules.mode) {
+      const auto mode = *rules.mode;
+      const bool ok = mode == data::NormMode::kMinMax      ? has_stats(it->second, {"min", "max"})
+                      : mode == data::NormMode::kMeanStd   ? has_stats(it->second, {"mean", "std"})
+                      : mode == data::NormMode::kQuantiles ? has_stats(it->second, {"q01", "q99"})
+                                                           : true;
+      if (!ok)
+        bad(meta.root, std::string("statistics of '") + key + "' lack what " + data::norm_mode_name(mode) +
+                           " normalisation needs (meta/stats.json; `ember data stats PATH --write` computes them)");
+      spec.modes[key] = mode;
+    } else if (has_stats(it->second, {"q01", "q99"})) {
       spec.modes[key] = data::NormMode::kQuantiles;
     } else if (has_stats(it->second, {"mean", "std"})) {
       spec.modes[key] = data::NormMode::kMeanStd;
@@ -124,6 +136,7 @@ nlohmann::json FeatureSpec::to_json() const {
   if (lerobot_state_bins) j["lerobot_state_bins"] = true;
   if (loss_on_padded_steps) j["loss_on_padded_steps"] = true;
   if (lerobot_images) j["lerobot_images"] = true;
+  if (!state_in_prompt) j["state_in_prompt"] = false;
   return j;
 }
 
@@ -146,6 +159,7 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
     s.lerobot_state_bins = j.value("lerobot_state_bins", false);
     s.loss_on_padded_steps = j.value("loss_on_padded_steps", false);
     s.lerobot_images = j.value("lerobot_images", false);
+    s.state_in_prompt = j.value("state_in_prompt", true);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kCorruption, what + ": " + e.what());
@@ -223,7 +237,9 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
     s.camera_slots.push_back(int(c));
   }
   const std::vector<float> state = normalized_state(item);
-  auto prompt = model::pi05_prompt_tokens(tokenizer_, item.task, state, shape_.max_prompt, spec_.lerobot_state_bins);
+  auto prompt = spec_.state_in_prompt
+                    ? model::pi05_prompt_tokens(tokenizer_, item.task, state, shape_.max_prompt, spec_.lerobot_state_bins)
+                    : model::task_prompt_tokens(tokenizer_, item.task, shape_.max_prompt);
   s.prompt = std::move(prompt.ids);
   s.state = at::tensor(state, at::kFloat);  // GR00T's state token reads it (pi0.5 only the prompt)
   if (!with_actions) return s;
@@ -232,7 +248,7 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
   std::vector<float> actions(it->second.data.begin(), it->second.data.end());  // [H, action_dim]
   normalizer_.normalize(spec_.action_key, actions);
   s.actions = at::from_blob(actions.data(), {shape_.horizon, spec_.action_dim}, at::kFloat).clone();
-  if (spec_.loss_on_padded_steps) return s;  // LeRobot's pi05: every step counts (docs/lerobot_pi05.md row 17)
+  if (spec_.loss_on_padded_steps) return s;  // LeRobot's pi05 and N1.5: every step counts (docs/lerobot_pi05.md row 17)
   const auto& pad = item.is_pad.at(spec_.action_key);
   s.action_is_pad = at::from_blob(const_cast<uint8_t*>(pad.data()), {int64_t(pad.size())}, at::kByte).to(at::kBool);
   return s;

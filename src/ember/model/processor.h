@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct FeatureSpec {
   // resize_with_pad (aspect kept, centred zero padding), then x2 - 1 (ember: decoded at the
   // policy's size, or stretched to it, and u8 / 127.5 - 1)
   bool lerobot_images = false;
+  // the normalised state written into the prompt (pi0.5's); false: the task alone (GR00T-N1.5's,
+  // whose state enters as the state token)
+  bool state_in_prompt = true;
   // policy camera -> the dataset's key it reads (lerobot-train's --rename_map); a property of
   // the run, not of the policy: not saved
   std::map<std::string, std::string> camera_sources;
@@ -56,10 +60,19 @@ struct FeatureSpec {
   static FeatureSpec from_json(const nlohmann::json& j, const std::string& what);
 };
 
+// A run's choices of how samples are made (its flags: --policy.normalization, state_in_prompt,
+// loss_on_padded_steps; a policy type's defaults give N1.5's to groot).
+struct FeatureRules {
+  std::optional<data::NormMode> mode;  // state and action; unset: QUANTILES where the statistics have q01/q99, else MEAN_STD
+  bool state_in_prompt = true;
+  bool loss_on_padded_steps = false;
+};
+
 // Reads the dataset's features and statistics. Throws kInvalidArgument naming the dataset and
 // the feature when the state or action is missing or not 1-D, there are more cameras than the
-// policy's slots, the action dimension exceeds max_action_dim, or statistics are missing.
-FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape);
+// policy's slots, the action dimension exceeds max_action_dim, or statistics are missing (or
+// lack what rules.mode needs).
+FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureRules& rules = {});
 // The same for a policy whose features are fixed already (an imported one, `like`): its
 // cameras in its slot order (each must be a dataset feature or be one of its empty slots),
 // state/action keys, modes and rules; dims and statistics from the dataset, as lerobot-train

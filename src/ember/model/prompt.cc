@@ -62,20 +62,32 @@ std::string pi05_prompt_text(std::string_view task, std::span<const float> state
   return text;
 }
 
-PromptTokens pi05_prompt_tokens(const Tokenizer& tokenizer, std::string_view task,
-                                std::span<const float> state, int max_tokens, bool lerobot_bins) {
+namespace {
+
+PromptTokens tokens_of(const Tokenizer& tokenizer, const std::string& text, int max_tokens) {
   if (max_tokens < 1) {
     fail(ErrorKind::kInvalidArgument,
          "prompt max_tokens is " + std::to_string(max_tokens) + "; expected at least 1");
   }
   PromptTokens out;
   if (tokenizer.bos_id() >= 0) out.ids.push_back(tokenizer.bos_id());
-  std::vector<int> body = tokenizer.encode(pi05_prompt_text(task, state, lerobot_bins));
+  std::vector<int> body = tokenizer.encode(text);
   out.ids.insert(out.ids.end(), body.begin(), body.end());
   out.full_tokens = static_cast<int>(out.ids.size());
   if (out.ids.size() > static_cast<size_t>(max_tokens)) out.ids.resize(max_tokens);
   out.num_tokens = static_cast<int>(out.ids.size());
   return out;
+}
+
+}  // namespace
+
+PromptTokens pi05_prompt_tokens(const Tokenizer& tokenizer, std::string_view task,
+                                std::span<const float> state, int max_tokens, bool lerobot_bins) {
+  return tokens_of(tokenizer, pi05_prompt_text(task, state, lerobot_bins), max_tokens);
+}
+
+PromptTokens task_prompt_tokens(const Tokenizer& tokenizer, std::string_view task, int max_tokens) {
+  return tokens_of(tokenizer, clean_task(task), max_tokens);
 }
 
 }  // namespace ember::model

@@ -59,4 +59,8 @@ struct PromptTokens {
 PromptTokens pi05_prompt_tokens(const Tokenizer& tokenizer, std::string_view task,
                                 std::span<const float> state, int max_tokens, bool lerobot_bins = false);
 
+// The task alone, clean_task(task), tokenised the same way (bos, truncation): GR00T-N1.5's
+// language input, which holds no state (the state enters as its own token).
+PromptTokens task_prompt_tokens(const Tokenizer& tokenizer, std::string_view task, int max_tokens);
+
 }  // namespace ember::model

@@ -84,6 +84,14 @@ void visit_fields(Config& c, V&& v) {
     "groot: train the vision-language backbone too (default: frozen)");
   v("policy.gradient_checkpointing", c.policy.gradient_checkpointing, Choices{},
     "recompute activations in the backward pass: less memory, ~1/3 more compute");
+  v("policy.normalization", c.policy.normalization, Choices{"auto", "MEAN_STD", "MIN_MAX", "QUANTILES"},
+    "state and action normalisation (auto: QUANTILES where the statistics have q01/q99, else MEAN_STD)");
+  v("policy.state_in_prompt", c.policy.state_in_prompt, Choices{}, "the normalised state written into the prompt as pi0.5's");
+  v("policy.loss_on_padded_steps", c.policy.loss_on_padded_steps, Choices{},
+    "the loss counts chunk steps past an episode's end (LeRobot's pi05 and N1.5 do)");
+  v("policy.dropout", c.policy.dropout, Choices{}, "groot: dropout of the vl and DiT blocks while training (pi05 has none)");
+  v("policy.head_init", c.policy.head_init, Choices{"n15", "torch"},
+    "groot: the embodiment MLPs start as N1.5's (N(0, 0.02^2)) or as torch.nn.Linear's default (from scratch)");
   v("optimizer.lr", c.optimizer.lr, Choices{}, "peak learning rate");
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{}, "AdamW weight decay");
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{}, "clip the global gradient norm to this");
@@ -521,6 +529,7 @@ void validate(const TrainConfig& c) {
   require(c.scheduler.decay_steps > 0, "scheduler.decay_steps", c.scheduler.decay_steps, "a positive integer");
   require(c.scheduler.min_lr_ratio >= 0 && c.scheduler.min_lr_ratio <= 1, "scheduler.min_lr_ratio",
           c.scheduler.min_lr_ratio, "a number in [0, 1]");
+  require(c.policy.dropout >= 0 && c.policy.dropout < 1, "policy.dropout", c.policy.dropout, "in [0, 1)");
   require(c.policy.horizon > 0 && c.policy.horizon <= kMaxHorizon, "policy.horizon", c.policy.horizon, "1 to " + std::to_string(kMaxHorizon) + " actions");
   require(c.policy.max_state_dim > 0 && c.policy.max_state_dim <= kMaxDim, "policy.max_state_dim", c.policy.max_state_dim, "1 to " + std::to_string(kMaxDim));
   require(c.policy.max_action_dim > 0 && c.policy.max_action_dim <= kMaxDim, "policy.max_action_dim", c.policy.max_action_dim, "1 to " + std::to_string(kMaxDim));
@@ -570,7 +579,8 @@ model::BuildOptions build_options(const TrainConfig& c) {
   return {.fp8 = c.policy.fp8,
           .gradient_checkpointing = c.policy.gradient_checkpointing,
           .tune_backbone = c.policy.tune_backbone,
-          .bf16_params = c.policy.param_dtype == "bf16"};
+          .bf16_params = c.policy.param_dtype == "bf16",
+          .torch_head_init = c.policy.head_init == "torch"};
 }
 
 }  // namespace ember::train

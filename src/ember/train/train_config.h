@@ -88,6 +88,20 @@ struct PolicyConfig {
   // only their inputs and recompute the rest in the backward pass (model/activation_checkpoint.h):
   // activation memory of one layer instead of all, for about a third more compute
   bool gradient_checkpointing = false;
+  // how the state and action are normalised: auto (QUANTILES where the dataset's statistics
+  // have q01/q99, else MEAN_STD: pi0.5's) | MEAN_STD | MIN_MAX | QUANTILES; groot: MIN_MAX (N1.5's)
+  std::string normalization = "auto";
+  // the normalised state written into the prompt (pi0.5's); groot: false (N1.5's prompt is the
+  // task alone)
+  bool state_in_prompt = true;
+  // the loss also counts the chunk's steps past an episode's end (the last frame's action
+  // repeated), as LeRobot's pi05 and N1.5 do; groot: true
+  bool loss_on_padded_steps = false;
+  // groot: dropout of the vl and DiT blocks while training (N1.5's 0.2; pi05 has none: 0)
+  double dropout = 0;
+  // groot: how the embodiment MLPs start: n15 (N(0, 0.02^2), N1.5's) | torch (torch.nn.Linear's
+  // default, for training from scratch)
+  std::string head_init = "n15";
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

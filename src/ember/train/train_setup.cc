@@ -5,6 +5,14 @@
 
 namespace ember::train {
 
+model::FeatureRules feature_rules(const TrainConfig& c) {
+  model::FeatureRules r;
+  if (c.policy.normalization != "auto") r.mode = data::parse_norm_mode(c.policy.normalization, "--policy.normalization");
+  r.state_in_prompt = c.policy.state_in_prompt;
+  r.loss_on_padded_steps = c.policy.loss_on_padded_steps;
+  return r;
+}
+
 std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int vocab) {
   model::ShapeOptions o;
   o.preset = c.policy.preset;
@@ -13,6 +21,7 @@ std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int voc
   o.flow_steps = int(c.policy.num_steps);
   if (c.dataset.image_size) o.image_size = int(*c.dataset.image_size);
   o.vocab = vocab;
+  o.dropout = c.policy.dropout;
   return model::policy_type(c.policy.type).from_preset(o);
 }
 

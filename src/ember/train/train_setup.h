@@ -19,6 +19,9 @@ namespace ember::train {
 // (an unknown type or preset, an image size that is not a multiple of the patch).
 std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int vocab);
 
+// How a fresh run makes its samples (--policy.normalization, state_in_prompt, loss_on_padded_steps).
+model::FeatureRules feature_rules(const TrainConfig& c);
+
 // The run's tokenizer: the checkpoint's (resume_dir), the file --policy.tokenizer_path names, or
 // one trained on the dataset's task strings.
 model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta,

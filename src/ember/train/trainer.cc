@@ -162,11 +162,10 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   const model::PolicyShape shape = arch->base();
   std::optional<model::FeatureSpec> like;
   if (imported) like = imported->spec;
-  if (resume && fs::exists(*resume / "features.json")) {  // a run that started from --policy.path keeps LeRobot's rules
-    auto saved = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
-    if (saved.follows_lerobot()) like = saved;
-  }
-  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config)) : model::feature_spec(meta, shape);
+  if (resume && fs::exists(*resume / "features.json"))  // a resumed run keeps its rules (LeRobot's, N1.5's, its flags')
+    like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
+  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
+                                 : model::feature_spec(meta, shape, feature_rules(config));
   if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
