@@ -26,16 +26,21 @@ NormMode parse_norm_mode(std::string_view name, const std::string& what) {
                                         "' is not a normalization mode (IDENTITY, MEAN_STD, MIN_MAX, QUANTILES, QUANTILE10)");
 }
 
+std::array<const char*, 2> norm_mode_stats(NormMode mode) {
+  switch (mode) {
+    case NormMode::kIdentity: break;
+    case NormMode::kMeanStd: return {"mean", "std"};
+    case NormMode::kMinMax: return {"min", "max"};
+    case NormMode::kQuantiles: return {"q01", "q99"};
+    case NormMode::kQuantile10: return {"q10", "q90"};
+  }
+  return {nullptr, nullptr};
+}
+
 FeatureNormalizer::FeatureNormalizer(NormMode mode, const FeatureStats& stats, const std::string& key, NormalizeOptions options)
     : mode_(mode), rule_(options.rule), key_(key), eps_(float(options.eps)) {
-  const char *lo = nullptr, *hi = nullptr;
-  switch (mode) {
-    case NormMode::kIdentity: return;
-    case NormMode::kMeanStd: lo = "mean", hi = "std"; break;
-    case NormMode::kMinMax: lo = "min", hi = "max"; break;
-    case NormMode::kQuantiles: lo = "q01", hi = "q99"; break;
-    case NormMode::kQuantile10: lo = "q10", hi = "q90"; break;
-  }
+  if (mode == NormMode::kIdentity) return;
+  const auto [lo, hi] = norm_mode_stats(mode);
   auto get = [&](const char* name) -> const std::vector<double>& {
     auto it = stats.find(name);
     if (it == stats.end() || it->second.empty())

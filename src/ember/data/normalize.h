@@ -16,6 +16,8 @@
 // common cases. A Normalizer is immutable after construction and safe to share across threads.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <map>
 #include <span>
@@ -33,6 +35,9 @@ enum class NormMode { kIdentity, kMeanStd, kMinMax, kQuantiles, kQuantile10 };
 const char* norm_mode_name(NormMode mode);
 // Parses those names; throws kInvalidArgument naming `what` for anything else.
 NormMode parse_norm_mode(std::string_view name, const std::string& what = "normalization mode");
+// The two statistics a mode reads ("mean"/"std", "min"/"max", "q01"/"q99", "q10"/"q90");
+// {nullptr, nullptr} for IDENTITY.
+std::array<const char*, 2> norm_mode_stats(NormMode mode);
 
 enum class EpsilonRule {
   kZeroRangeOnly,  // LeRobot 0.4: eps replaces a zero range (MEAN_STD: std + eps always)

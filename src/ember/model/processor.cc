@@ -17,9 +17,10 @@ namespace {
   throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": " + what);
 }
 
-bool has_stats(const data::FeatureStats& s, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (!s.count(n)) return false;
+// Whether s holds what `mode` reads.
+bool has_stats(const data::FeatureStats& s, data::NormMode mode) {
+  for (const char* n : data::norm_mode_stats(mode))
+    if (n && !s.count(n)) return false;
   return true;
 }
 
@@ -48,18 +49,13 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
     auto it = meta.stats.find(key);
     if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
     if (rules.mode) {
-      const auto mode = *rules.mode;
-      const bool ok = mode == data::NormMode::kMinMax      ? has_stats(it->second, {"min", "max"})
-                      : mode == data::NormMode::kMeanStd   ? has_stats(it->second, {"mean", "std"})
-                      : mode == data::NormMode::kQuantiles ? has_stats(it->second, {"q01", "q99"})
-                                                           : true;
-      if (!ok)
-        bad(meta.root, std::string("statistics of '") + key + "' lack what " + data::norm_mode_name(mode) +
+      if (!has_stats(it->second, *rules.mode))
+        bad(meta.root, std::string("statistics of '") + key + "' lack what " + data::norm_mode_name(*rules.mode) +
                            " normalisation needs (meta/stats.json; `ember data stats PATH --write` computes them)");
-      spec.modes[key] = mode;
-    } else if (has_stats(it->second, {"q01", "q99"})) {
+      spec.modes[key] = *rules.mode;
+    } else if (has_stats(it->second, data::NormMode::kQuantiles)) {
       spec.modes[key] = data::NormMode::kQuantiles;
-    } else if (has_stats(it->second, {"mean", "std"})) {
+    } else if (has_stats(it->second, data::NormMode::kMeanStd)) {
       spec.modes[key] = data::NormMode::kMeanStd;
     } else {
       bad(meta.root, "statistics of '" + key + "' have neither q01/q99 nor mean/std");
@@ -98,7 +94,7 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
     auto it = meta.stats.find(key);
     if (it == meta.stats.end()) bad(meta.root, "no statistics for '" + key + "' (meta/stats.json; `ember data stats` computes them)");
     const auto mode = spec.modes.count(key) ? spec.modes.at(key) : data::NormMode::kIdentity;
-    if (mode == data::NormMode::kQuantiles && !has_stats(it->second, {"q01", "q99"}))
+    if (mode == data::NormMode::kQuantiles && !has_stats(it->second, mode))
       bad(meta.root, "statistics of '" + key + "' have no q01/q99, which the policy's QUANTILES normalisation needs "
                      "(meta/stats.json; `ember data stats PATH --write` computes them)");
     spec.stats[key] = it->second;

@@ -48,8 +48,6 @@ struct FeatureSpec {
   // the run, not of the policy: not saved
   std::map<std::string, std::string> camera_sources;
 
-  // Any of LeRobot's rules on (a policy imported from LeRobot, or trained from one).
-  bool follows_lerobot() const { return lerobot_state_bins || loss_on_padded_steps || lerobot_images; }
   // Sets camera_sources from rename (source key -> the policy camera it fills). Throws
   // kInvalidArgument naming --rename_map and the entry whose target is not one of `cameras` or
   // whose source `has_source` refuses (`sources` says where sources come from, for the message).
