@@ -1,5 +1,6 @@
 #include "bench/decode_bench.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -58,15 +59,20 @@ DecodeBenchResult bench_decode(const std::vector<std::string>& files,
   dopt.threads = options.threads;
   dopt.width = options.width;
   dopt.height = options.height;
+  dopt.av1_decoder = options.av1_decoder;
 
   // the frame times of each file, read from the packets (not timed)
   std::vector<std::vector<double>> times(files.size());
+  std::vector<std::string> names(files.size());
   run_parallel(files.size(), options.workers, [&](size_t i) {
     VideoDecoder d(files[i], dopt);
     times[i] = d.frame_timestamps();
+    names[i] = d.decoder_name();
   });
 
   DecodeBenchResult r;
+  for (const std::string& n : names)
+    if (std::find(r.decoders.begin(), r.decoders.end(), n) == r.decoders.end()) r.decoders.push_back(n);
   r.files = static_cast<int>(files.size());
   std::atomic<int64_t> frames{0}, seeks{0};
 

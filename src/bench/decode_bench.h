@@ -15,6 +15,7 @@ struct DecodeBenchOptions {
   int random_per_file = 64;   // random-access decodes per file
   int width = 0, height = 0;  // resize the output (both 0: the video's size)
   uint64_t seed = 0;          // for the random times
+  std::string av1_decoder;    // DecoderOptions::av1_decoder ("": libaom-av1 where present)
 };
 
 struct DecodeBenchResult {
@@ -26,6 +27,7 @@ struct DecodeBenchResult {
   double random_seconds = 0;
   double random_fps = 0;
   int64_t random_seeks = 0;  // demuxer seeks during the random phase
+  std::vector<std::string> decoders;  // the FFmpeg decoders used, each once
 };
 
 // Decodes every frame of every file, then random_per_file frames of each at random frame

@@ -44,7 +44,12 @@ int run_bench_decode(const std::vector<std::string>& paths, const bench::DecodeB
   io::append_json_string(out, bench::cpu_model());
   out += ",\"commit\":\"" EMBER_GIT_COMMIT "\"";
   out += ",\"files\":" + std::to_string(r.files) + ",\"threads\":" + std::to_string(o.threads) +
-         ",\"workers\":" + std::to_string(o.workers);
+         ",\"workers\":" + std::to_string(o.workers) + ",\"decoders\":[";
+  for (size_t i = 0; i < r.decoders.size(); ++i) {
+    if (i > 0) out += ",";
+    io::append_json_string(out, r.decoders[i]);
+  }
+  out += "]";
   out += ",\"sequential_frames\":" + std::to_string(r.sequential_frames) + ",\"sequential_fps\":";
   io::append_double(out, r.sequential_fps);
   out += ",\"random_frames\":" + std::to_string(r.random_frames) + ",\"random_fps\":";
@@ -90,6 +95,9 @@ void add_bench_commands(CLI::App& app, Action& action) {
       ->check(in_range(0, kMaxRepeats));
   dec->add_option("--width", d->options.width, "resize width (with --height)")->check(in_range(0, kMaxImageSize));
   dec->add_option("--height", d->options.height, "resize height (with --width)")->check(in_range(0, kMaxImageSize));
+  dec->add_option("--av1_decoder", d->options.av1_decoder,
+                  "FFmpeg's AV1 decoder: libaom-av1 (the default, refuses damaged data) or libdav1d (faster)")
+      ->check(CLI::IsMember({"libaom-av1", "libdav1d"}));
   dec->callback([d, &action] { action = [d] { return run_bench_decode(d->paths, d->options); }; });
 }
 

@@ -69,6 +69,7 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.clip", c->clip, "PPO ratio clip (default 0.2)");
   r->add_option("--rl.max_staleness", c->max_staleness, "drop groups sampled more than K versions ago (default 1)");
   r->add_option("--rl.lr", c->lr, "AdamW learning rate (default 1e-4)");
+  r->add_option("--rl.lr_warmup", c->lr_warmup, "steps over which the learning rate rises linearly to --rl.lr (default 0: none)");
   r->add_option("--rl.grad_clip_norm", c->grad_clip_norm, "global gradient norm clip (default 1)");
   r->add_option("--rl.micro_batch", c->micro_batch, "chunks per learner micro-batch (default 16)");
   r->add_option("--rl.placement", c->placement, "shared (default: rollout on the learner's GPU) | split (a GPU each: 2 per process or rank)");

@@ -303,6 +303,15 @@ TEST(Grpo, StalenessRule) {
   EXPECT_TRUE(too_stale(5, 3, 1));
 }
 
+TEST(Grpo, LrWarmupRisesLinearlyThenHolds) {
+  EXPECT_EQ(lr_warmup_scale(0, 0), 1.0);
+  EXPECT_EQ(lr_warmup_scale(7, 0), 1.0);
+  EXPECT_DOUBLE_EQ(lr_warmup_scale(0, 4), 0.25);
+  EXPECT_DOUBLE_EQ(lr_warmup_scale(1, 4), 0.5);
+  EXPECT_DOUBLE_EQ(lr_warmup_scale(3, 4), 1.0);
+  EXPECT_DOUBLE_EQ(lr_warmup_scale(100, 4), 1.0);
+}
+
 TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
   const auto& suite = sim::find_suite("easy");
   EpisodeFeed feed({&suite.tasks[0]}, 2, 9, /*first_group=*/3);
@@ -419,6 +428,35 @@ TEST(Learner, SameUpdateStreamedOrBatched) {
   EXPECT_NEAR(a.grad_norm, c.grad_norm, 1e-5 * a.grad_norm);
   for (size_t i = 0; i < streamed.params().size(); ++i)
     EXPECT_TRUE(at::allclose(streamed.params()[i].second, batched.params()[i].second, 1e-5, 1e-6)) << streamed.params()[i].first;
+}
+
+// The warm-up's factor scales the step: AdamW's first update (and its decoupled weight decay)
+// is proportional to the learning rate, so half the factor moves every weight half as far.
+TEST(Learner, LrScaleScalesTheFirstUpdate) {
+  auto shape = tiny_shape();
+  auto b = bundle_of(shape, 4);
+  FlowNoise noise{0.2, 7};
+  auto gs = groups(*b.module, noise, {{1, 0, 0.5}});
+  at::Device cpu(at::kCPU);
+  LearnerOptions o;
+  o.noise = noise;
+  o.weight_decay = 0.01;
+  Learner full(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
+  Learner half(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
+  full.accumulate(gs[0]);
+  half.accumulate(gs[0]);
+  full.step(1.0);
+  half.step(0.5);
+  auto start = b.module->named_parameters();
+  int moved = 0;
+  for (size_t i = 0; i < full.params().size(); ++i) {
+    const auto& [name, w] = full.params()[i];
+    auto d_full = w - start[name], d_half = half.params()[i].second - start[name];
+    if (d_full.abs().max().item<double>() == 0) continue;
+    ++moved;
+    EXPECT_TRUE(at::allclose(d_half, 0.5 * d_full, 1e-3, 1e-7)) << name;
+  }
+  EXPECT_GT(moved, 0);
 }
 
 TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
@@ -602,6 +640,7 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
            {"--rl.weight_decay", [](RlConfig& x) { x.weight_decay = -1; }},
+           {"--rl.lr_warmup", [](RlConfig& x) { x.lr_warmup = -1; }},
            // every number finite and within what a run could use (issue 42's hostile values)
            {"--rl.lr", [](RlConfig& x) { x.lr = std::numeric_limits<double>::infinity(); }},
            {"--rl.lr", [](RlConfig& x) { x.lr = 1e308; }},

@@ -35,4 +35,11 @@ Surrogate clipped_surrogate(const at::Tensor& log_prob, const at::Tensor& old_lo
 // versions behind `current` is dropped (see the README: the clipped ratio corrects the rest).
 inline bool too_stale(int64_t current, int64_t oldest, int64_t max_staleness) { return current - oldest > max_staleness; }
 
+// The learning rate's factor at step `step` (0-based) of a linear warm-up over `warmup` steps
+// (--rl.lr_warmup): (step + 1) / warmup, then 1; 1 throughout when warmup is 0. A function of
+// the step alone, so that a resumed run continues the schedule.
+inline double lr_warmup_scale(int64_t step, int64_t warmup) {
+  return warmup <= 0 || step + 1 >= warmup ? 1.0 : double(step + 1) / double(warmup);
+}
+
 }  // namespace ember::rl

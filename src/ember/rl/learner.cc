@@ -161,7 +161,7 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   acc_.chunks += int64_t(chunks.size());
 }
 
-StepStats Learner::step() {
+StepStats Learner::step(double lr_scale) {
   drain(true);  // the step's last, partial micro-batch
   StepStats out = acc_;
   const double local_terms = double(acc_.terms);
@@ -179,7 +179,7 @@ StepStats Learner::step() {
   out.success = episodes > 0 ? sums[6] / episodes : 0.0;
   out.ret = episodes > 0 ? sums[7] / episodes : 0.0;
   if (out.terms > 0) {
-    auto o = step_->finish(options_.lr, local_terms);  // sums over the ranks itself
+    auto o = step_->finish(options_.lr * lr_scale, local_terms);  // sums over the ranks itself
     out.grad_norm = o.grad_norm.item<double>();
     out.loss = o.loss.item<double>();
     out.clip_frac = sums[9] / double(out.terms);

@@ -75,8 +75,9 @@ class Learner {
   // next group's chunks or at step().
   void accumulate(const Group& group);
   // One optimizer step over what was accumulated since the last one (none when no term of any
-  // rank had an advantage); returns its figures and starts the next accumulation. Collective.
-  StepStats step();
+  // rank had an advantage), at the learning rate times lr_scale (the warm-up's factor);
+  // returns its figures and starts the next accumulation. Collective.
+  StepStats step(double lr_scale = 1.0);
   // The KL from the sampling policy to the current weights over the terms accumulated since the
   // last step() (k3 of the ratio, per term; 0 with none), the partial micro-batch run first.
   // Collective. (--rl.target_kl)

@@ -48,6 +48,7 @@ void validate(const RlConfig& c) {
   require(c.clip > 0 && c.clip < 1, "rl.clip", "must be in (0, 1)");
   require(c.max_staleness >= 0 && c.max_staleness <= kMaxCount, "rl.max_staleness", "must be in 0..1000000000");
   require(c.lr > 0 && c.lr <= 1, "rl.lr", "must be in (0, 1]");
+  require(c.lr_warmup >= 0 && c.lr_warmup <= kMaxCount, "rl.lr_warmup", "must be in 0..1000000000");
   require(c.grad_clip_norm > 0 && c.grad_clip_norm <= 1e6, "rl.grad_clip_norm", "must be in (0, 1e6]");
   require(c.micro_batch > 0 && c.micro_batch <= 65536, "rl.micro_batch", "must be in 1..65536");
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");
@@ -73,7 +74,7 @@ void validate(const RlConfig& c) {
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
   X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
   X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs) X(noise_method) X(noise_level) X(denoise_steps) \
-  X(logprob_rows) X(filter_low) X(filter_high) X(weight_decay)
+  X(logprob_rows) X(filter_low) X(filter_high) X(weight_decay) X(lr_warmup)
 
 nlohmann::ordered_json to_json(const RlConfig& c) {
   nlohmann::ordered_json j;

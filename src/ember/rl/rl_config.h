@@ -61,6 +61,10 @@ struct RlConfig {
   double clip = 0.2;              // PPO ratio clip
   int64_t max_staleness = 1;      // async: drop groups sampled more than this many versions ago
   double lr = 1e-4;
+  // the policy's learning rate rises linearly over the first lr_warmup steps (lr (k + 1) /
+  // lr_warmup at step k; 0: none): AdamW's first steps move every weight by about lr whatever
+  // the gradient's size (step 1's clip fraction was 10x the later steps')
+  int64_t lr_warmup = 0;
   double grad_clip_norm = 1.0;
   int64_t micro_batch = 16;       // chunks per learner micro-batch
   int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch

@@ -32,6 +32,7 @@ const VideoInfo& VideoDecoder::info() const { fail_no_video("<video>"); }
 int VideoDecoder::output_width() const { return 0; }
 int VideoDecoder::output_height() const { return 0; }
 VideoDecoder::Stats VideoDecoder::stats() const { return {}; }
+std::string VideoDecoder::decoder_name() const { return ""; }
 double VideoDecoder::decode_into(double, uint8_t*, double) { fail_no_video("<video>"); }
 Frame VideoDecoder::decode_at(double, double) { fail_no_video("<video>"); }
 std::vector<Frame> VideoDecoder::decode_many(const std::vector<double>&, double) {
