@@ -7,7 +7,7 @@
 // the mean gain is at least 6 points. Runs also differ from run to run on one machine (the
 // rollout's dynamic batches follow the timing): from this test's start of 82.0 %, seed 2 reached
 // 92.5, 91.5 and 84.0 % in three runs on the development VM (2026-12-03; seeds 1 and 3: 93.5 /
-// 98.5 / 94.0 and 98.0 / 98.0 / 99.0; mean gains 11.3, 13.3, 10.3 points; ~500 s on 2 cores).
+// 98.5 / 94.0 and 98.0 / 98.0 / 99.0; mean gains 12.7, 14.0, 10.3 points; ~500 s on 2 cores).
 // From the CLI's 71.5 % start (another collection): 87.5, 81.5 and 93.5 %
 // (bench/results/rl_sde_cpu_2026-12-03.md).
 #include <gtest/gtest.h>
