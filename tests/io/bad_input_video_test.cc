@@ -246,6 +246,14 @@ struct FlipOutcome {
   std::vector<std::string> copies;  // handed over showing another frame's picture
 };
 
+// Every frame of an undamaged file, in order.
+std::vector<std::vector<uint8_t>> clean_pictures(const std::vector<uint8_t>& bytes, int frames) {
+  std::vector<std::vector<uint8_t>> clean;
+  VideoDecoder d(memory_source(bytes, "clean.mp4"));
+  for (int k = 0; k < frames; ++k) clean.push_back(d.decode_at(k / kFps).rgb);
+  return clean;
+}
+
 // Decodes every frame of a damaged copy forward, then backward, against the clean pictures.
 FlipOutcome decode_against(const std::vector<uint8_t>& bytes, const std::vector<std::vector<uint8_t>>& clean) {
   FlipOutcome o;
@@ -289,13 +297,9 @@ TEST(BadInputVideo, BitFlipsAreRefusedNotHandedOverAsAnotherFrame) {
     std::vector<uint8_t> good = read_file(fx.path);
     auto [mdat, size] = find_box(good, "mdat", 0, good.size());
     ASSERT_GT(size, 64u) << fx.path;
-    std::vector<std::vector<uint8_t>> clean;
-    {
-      VideoDecoder d(memory_source(good, "clean.mp4"));
-      for (int k = 0; k < fx.frames; ++k) clean.push_back(d.decode_at(k / kFps).rgb);
-      if (d.info().codec == "av1") {
-        EXPECT_EQ(d.decoder_name(), "libaom-av1") << "this FFmpeg has no libaom";
-      }
+    std::vector<std::vector<uint8_t>> clean = clean_pictures(good, fx.frames);
+    if (VideoDecoder d(memory_source(good, "clean.mp4")); d.info().codec == "av1") {
+      EXPECT_EQ(d.decoder_name(), "libaom-av1") << "this FFmpeg has no libaom";
     }
     uint64_t x = 88172645463325252ull;
     const int trials = 150;
@@ -328,10 +332,7 @@ TEST(BadInputVideo, SwappedPicturesAreRefused) {
   auto [mdat, size] = find_box(bad, "mdat", 0, bad.size());
   ASSERT_GT(size, 3300u);
   bad[mdat + 3202] ^= uint8_t(1u << 6);
-  std::vector<std::vector<uint8_t>> clean;
-  VideoDecoder d(memory_source(good, "clean.mp4"));
-  for (int k = 0; k < fx.frames; ++k) clean.push_back(d.decode_at(k / kFps).rgb);
-  FlipOutcome o = decode_against(bad, clean);
+  FlipOutcome o = decode_against(bad, clean_pictures(good, fx.frames));
   EXPECT_TRUE(o.copies.empty()) << o.copies.size() << " pictures of other frames, first: " << o.copies[0];
   EXPECT_GT(o.refused, 0) << "the damage went unnoticed";
 }

@@ -61,7 +61,8 @@ FramePtr alloc_frame() {
 // tile's entropy-coded data ends where the tile says, so a flipped bit in picture data is an
 // error. libdav1d decodes such data into a wrong picture without a flag (two bit flips in
 // the fixture's mdat: 680 of 1,000 copies handed over pictures showing other frames, against
-// 2 of 1,000 with libaom; libdav1d decodes about 2.3x faster: docs/data.md). FFmpeg 5.1's
+// 2 of 1,000 with libaom; libdav1d decodes about 2.3x faster:
+// bench/results/video_bitflips_cpu_2026-12-03.md). FFmpeg 5.1's
 // native AV1 decoder needs a hardware device, so it is the last resort.
 const AVCodec* find_decoder(AVCodecID id, const std::string& av1_decoder) {
   if (id == AV_CODEC_ID_AV1) {
