@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <latch>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -23,6 +24,7 @@
 #include "ember/serve/server.h"
 #include "ember/train/inference.h"
 #include "ember/train/policy_checkpoint.h"
+#include "ember/train/sampler.h"
 
 namespace ember::bench {
 
@@ -110,25 +112,42 @@ void sync(const at::Device& d) {
   if (d.is_cuda()) torch::cuda::synchronize(d.index());
 }
 
-Figures in_process(train::PolicyBundle& b, const serve::ObservationMap& map, const at::Device& device, int64_t batch,
-                   const InferenceBenchOptions& o, std::mt19937_64& rng) {
-  model::SampleBuilder builder(b.spec, b.shape, *b.tokenizer);
+// B synthetic requests' samples and initial noise, the same for every mode measured
+struct Batch {
   std::vector<model::PolicySample> samples;
+  std::vector<const model::PolicySample*> ptrs;
+  at::Tensor x0;  // [B, H, max_action_dim]
+};
+
+Batch make_batch(const train::PolicyBundle& b, const serve::ObservationMap& map, int64_t batch, const InferenceBenchOptions& o,
+                 std::mt19937_64& rng) {
+  model::SampleBuilder builder(b.spec, b.shape, *b.tokenizer);
+  Batch out;
   std::vector<at::Tensor> noise;
   for (int64_t i = 0; i < batch; ++i) {
-    samples.push_back(builder.build(map.request(observation(map, b.spec, o.image_size, rng)).item, false));
+    out.samples.push_back(builder.build(map.request(observation(map, b.spec, o.image_size, rng)).item, false));
     noise.push_back(train::seeded_noise(b.shape, o.seed + uint64_t(i)));
   }
-  std::vector<const model::PolicySample*> ptrs;
-  for (const auto& s : samples) ptrs.push_back(&s);
-  const auto x0 = at::stack(noise);
-  for (int i = 0; i < o.warmup; ++i) train::sample_chunks(*b.module, b.shape, ptrs, device, x0);
+  for (const auto& s : out.samples) out.ptrs.push_back(&s);
+  out.x0 = at::stack(noise);
+  return out;
+}
+
+// latency of `call` (one batch, back on the host: synchronised) after o.warmup calls; `first`
+// gets the first call's chunks
+template <typename Call>
+Figures in_process(const Call& call, const at::Device& device, int64_t batch, const InferenceBenchOptions& o, at::Tensor* first) {
+  for (int i = 0; i < o.warmup; ++i) {
+    auto chunks = call();
+    if (i == 0 && first) *first = chunks;
+  }
   std::vector<double> ms;
   const auto t0 = Clock::now();
   for (int i = 0; i < o.iters; ++i) {
     const auto start = Clock::now();
-    train::sample_chunks(*b.module, b.shape, ptrs, device, x0);  // back on the host: synchronised
+    auto chunks = call();
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (o.warmup == 0 && i == 0 && first) *first = chunks;
   }
   sync(device);
   return figures(ms, double(batch * o.iters), std::chrono::duration<double>(Clock::now() - t0).count());
@@ -197,36 +216,61 @@ std::vector<std::string> run_inference_bench(const InferenceBenchOptions& o, con
                                                           o.tokenizer_path.empty() ? std::nullopt : std::optional(o.tokenizer_path));
   const serve::ObservationMap map(bundle.spec, bundle.shape);
   std::mt19937_64 rng(o.seed);
+  std::map<int64_t, Batch> batches;
+  for (int64_t batch : o.batch_sizes)
+    if (!batches.count(batch)) batches.emplace(batch, make_batch(bundle, map, batch, o, rng));
   std::vector<std::string> lines;
-  for (const char* mode : {"in_process", "socket"}) {
-    if (std::string(mode) == "socket" && !o.socket) continue;
-    for (int64_t batch : o.batch_sizes) {
-      const Figures f = std::string(mode) == "socket" ? through_socket(bundle, map, device, batch, o, rng)
-                                                      : in_process(bundle, map, device, batch, o, rng);
-      nlohmann::ordered_json j;
-      j["bench"] = "inference";
-      j["mode"] = mode;
-      j["policy"] = bundle.module->type();
-      j["preset"] = bundle.shape.preset;
-      if (!o.checkpoint.empty()) j["checkpoint"] = o.checkpoint;
-      j["device"] = device.is_cuda() ? "cuda" : "cpu";
-      j["host"] = cpu_model();
-      if (!device.is_cuda()) j["cpu_threads"] = at::get_num_threads();
-      j["commit"] = commit;
-      j["batch_size"] = batch;
-      j["iters"] = o.iters;
-      j["flow_steps"] = bundle.shape.flow_steps;
-      j["horizon"] = bundle.shape.horizon;
-      j["image_size"] = o.image_size;
-      j["latency_ms_p50"] = f.p50;
-      j["latency_ms_p99"] = f.p99;
-      j["latency_ms_mean"] = f.mean;
-      j["chunks_per_s"] = f.chunks_per_s;
-      lines.push_back(j.dump());
-      std::printf("%s\n", lines.back().c_str());
-      std::fflush(stdout);
-    }
+  auto report = [&](const char* mode, int64_t batch, const Figures& f, nlohmann::ordered_json extra) {
+    nlohmann::ordered_json j;
+    j["bench"] = "inference";
+    j["mode"] = mode;
+    j["policy"] = bundle.module->type();
+    j["preset"] = bundle.shape.preset;
+    if (!o.checkpoint.empty()) j["checkpoint"] = o.checkpoint;
+    j["device"] = device.is_cuda() ? "cuda" : "cpu";
+    j["host"] = cpu_model();
+    if (!device.is_cuda()) j["cpu_threads"] = at::get_num_threads();
+    j["commit"] = commit;
+    j["batch_size"] = batch;
+    j["iters"] = o.iters;
+    j["flow_steps"] = bundle.shape.flow_steps;
+    j["horizon"] = bundle.shape.horizon;
+    j["image_size"] = o.image_size;
+    j["latency_ms_p50"] = f.p50;
+    j["latency_ms_p99"] = f.p99;
+    j["latency_ms_mean"] = f.mean;
+    j["chunks_per_s"] = f.chunks_per_s;
+    for (auto& [k, v] : extra.items()) j[k] = v;
+    lines.push_back(j.dump());
+    std::printf("%s\n", lines.back().c_str());
+    std::fflush(stdout);
+  };
+  // eager first: sample_chunks on the weights as loaded (bf16 autocast on CUDA), what every
+  // command ran before the engine; the engine then converts the weights to bf16
+  std::map<int64_t, at::Tensor> eager_chunks;
+  for (int64_t batch : o.batch_sizes) {
+    const Batch& in = batches.at(batch);
+    auto f = in_process([&] { return train::sample_chunks(*bundle.module, bundle.shape, in.ptrs, device, in.x0); }, device, batch, o,
+                        &eager_chunks[batch]);
+    report("eager", batch, f, {{"engine", "sample_chunks"}});
   }
+  train::Sampler sampler(*bundle.module, bundle.shape, device, {.cuda_graphs = o.cuda_graphs, .bf16_weights = true});
+  for (int64_t batch : o.batch_sizes) {
+    const Batch& in = batches.at(batch);
+    at::Tensor chunks;
+    const auto before = sampler.stats();
+    auto f = in_process([&] { return sampler.sample(in.ptrs, in.x0); }, device, batch, o, &chunks);
+    const auto after = sampler.stats();
+    const auto& ref = eager_chunks.at(batch);
+    report("engine", batch, f,
+           {{"engine", sampler.mode() == train::SamplerMode::kGraphs ? "cuda_graphs" : "eager"},
+            {"captures", after.captures - before.captures},
+            {"replays", after.replays - before.replays},
+            {"max_abs_diff_to_eager", (chunks - ref).abs().max().item<double>()},
+            {"eager_abs_max", ref.abs().max().item<double>()}});
+  }
+  if (o.socket)
+    for (int64_t batch : o.batch_sizes) report("socket", batch, through_socket(bundle, map, device, batch, o, rng), {});
   return lines;
 }
 

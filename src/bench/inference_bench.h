@@ -1,7 +1,10 @@
 // `ember bench inference`: how fast a policy answers, as `ember serve` runs it. Per batch size B:
-//   in_process  B requests' samples through train::sample_chunks at once (what the serve
-//               engine's thread runs per batch; collation, the copy to the device and back
-//               included): latency per batch, chunks/s = B / mean latency
+//   eager       B requests' samples through train::sample_chunks at once, the weights as loaded
+//               (collation, the copy to the device and back included): latency per batch,
+//               chunks/s = B / mean latency
+//   engine      the same batches through train::Sampler as ember serve runs it (bf16 weights,
+//               one CUDA graph per batch shape where it can), with the largest difference to
+//               eager's chunks (the same samples and noise)
 //   socket      (--socket) a loopback ember serve (its Server and Engine in this process, B_max =
 //               B) driven by B websocket clients at once, each sending its next observation when
 //               its reply arrives: latency per request as a client sees it, chunks/s overall
@@ -25,6 +28,7 @@ struct InferenceBenchOptions {
   int warmup = 3, iters = 20;
   std::string device = "auto";
   bool socket = false;
+  bool cuda_graphs = true;  // the engine's (and the socket server's) CUDA graphs
   int image_size = 224;  // the synthetic cameras' side in pixels
   uint64_t seed = 0;
 };

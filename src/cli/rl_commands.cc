@@ -52,6 +52,7 @@ void add_rl_command(CLI::App& app, Action& action) {
   r->add_option("--rl.max_batch", c->max_batch, "rollout batch: run at this many requests (default 8) ...");
   r->add_option("--rl.batch_timeout_ms", c->batch_timeout_ms, "... or when the oldest waited this long (default 5)");
   r->add_option("--rl.rollout_stream", c->rollout_stream, "CUDA: the rollout on a stream of its own (default true)");
+  r->add_option("--rl.cuda_graphs", c->cuda_graphs, "CUDA: the rollout's sampling replayed as one CUDA graph per batch shape (default true)");
   r->add_option("--rl.replan_steps", c->replan_steps, "chunk steps executed per policy call (default 5)");
   r->add_option("--rl.camera_size", c->camera_size, "cameras rendered at N px and resized by the policy, as `ember eval --image_size` (default 0: the policy's size)");
   r->add_option("--rl.max_episode_steps", c->max_episode_steps, "cut episodes at N steps (default: the task's limit)");

@@ -25,6 +25,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   s->add_option("--max_message_mb", o->max_message_mb, "larger messages are refused before they are read (default 64)");
   s->add_option("--max_connections", o->max_connections, "connections at most (default 64)");
   s->add_option("--seed", o->seed, "a connection's k-th request draws its initial noise from seed + k (default 0)");
+  s->add_option("--cuda_graphs", o->cuda_graphs, "true | false: on CUDA, replay the sampler as one CUDA graph per batch shape (default true)");
   s->callback([o, &action] { action = [o] { return serve::run_serve(*o); }; });
 
   CLI::App* bench = app.get_subcommand("bench");
@@ -41,6 +42,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   cmd->add_flag("--socket", b->socket, "also through a loopback ember serve, batch_size clients at once");
   cmd->add_option("--image_size", b->image_size, "the synthetic cameras' side in pixels (default 224)");
   cmd->add_option("--seed", b->seed, "observations, noise and a fresh policy's weights (default 0)");
+  cmd->add_option("--cuda_graphs", b->cuda_graphs, "true | false: the engine's CUDA graphs (default true)");
   cmd->get_option("--checkpoint")->excludes("--preset")->excludes("--policy.type");
   cmd->callback([b, &action] {
     action = [b] {

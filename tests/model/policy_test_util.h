@@ -30,6 +30,23 @@ inline PolicyShape tiny_pi05_shape() {
   return s;
 }
 
+// Inference samples (no actions): 1..3 cameras in varying slots, prompts of 1..max_prompt tokens.
+inline std::vector<PolicySample> inference_samples(const PolicyShape& shape, int n, uint64_t seed) {
+  at::manual_seed(seed);
+  std::vector<PolicySample> out(static_cast<size_t>(n));
+  const int size = shape.vision.image_size;
+  for (int i = 0; i < n; ++i) {
+    auto& s = out[size_t(i)];
+    for (int c = 0; c < 1 + (i + int(seed)) % 3; ++c) {
+      s.images.push_back(at::rand({3, size, size}) * 2 - 1);
+      s.camera_slots.push_back((c + i) % shape.max_cameras);
+    }
+    const int len = 1 + (i * 5 + int(seed) * 3) % shape.max_prompt;
+    for (int j = 0; j < len; ++j) s.prompt.push_back(int((i * 31 + j * 7 + int(seed)) % shape.vocab));
+  }
+  return out;
+}
+
 // max |a - b| over max |b| (at least 1e-6)
 inline double max_rel_err(const at::Tensor& a, const at::Tensor& b) {
   double scale = std::max(b.abs().max().item<double>(), 1e-6);

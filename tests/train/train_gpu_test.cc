@@ -128,3 +128,55 @@ TEST(GradNormCuda, KernelMatchesTheExactSumOfSquares) {
 
 }  // namespace
 }  // namespace ember::train
+
+#include "ember/model/pi05.h"
+#include "ember/train/inference.h"
+#include "ember/train/sampler.h"
+#include "model/policy_test_util.h"
+
+namespace ember::train {
+namespace {
+
+// The engine's CUDA graphs sample what sample_chunks samples eagerly (the same weights, bf16
+// autocast both): new shapes are captured, batches of a known shape with other images, prompts
+// and noise replay the graph and still match (its inputs are copied in, not stale), batches of
+// 3 run in a graph of 4.
+TEST(SamplerCuda, GraphsSampleWhatEagerSamples) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  const at::Device cuda(at::kCUDA, 0);
+  auto shape = model::test::tiny_pi05_shape();
+  at::manual_seed(3);
+  model::Pi05Policy policy(shape);
+  policy->to(cuda);
+  policy->eval();
+  Sampler graphs(*policy, shape, cuda, {.text_multiple = 16});
+  ASSERT_EQ(graphs.mode(), SamplerMode::kGraphs);
+  int64_t batches = 0;
+  auto check = [&](const std::vector<model::PolicySample>& samples, const std::string& what) {
+    auto p = model::test::ptrs(samples);
+    auto noise = at::randn({int64_t(samples.size()), shape.horizon, shape.max_action_dim});
+    auto want = sample_chunks(*policy, shape, p, cuda, noise);
+    auto got = graphs.sample(p, noise);
+    ++batches;
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    EXPECT_LT(model::test::max_rel_err(got, want), 2e-2) << what;
+  };
+  for (int n : {1, 3, 4, 2}) {
+    auto samples = model::test::inference_samples(shape, n, uint64_t(n));
+    check(samples, "batch " + std::to_string(n));
+    const int64_t captured = graphs.stats().captures;
+    // the same shapes, other values: replayed, not captured again
+    for (auto& s : samples) {
+      for (auto& im : s.images) im = at::rand_like(im) * 2 - 1;
+      for (auto& t : s.prompt) t = (t + 5) % int(shape.vocab);
+    }
+    check(samples, "batch " + std::to_string(n) + ", other values");
+    EXPECT_EQ(graphs.stats().captures, captured) << "batch " << n;
+  }
+  EXPECT_EQ(graphs.stats().replays, batches);
+  EXPECT_EQ(graphs.stats().eager, 0);
+  EXPECT_EQ(graphs.stats().captures, 4);  // one shape per batch size here (their cameras differ)
+}
+
+}  // namespace
+}  // namespace ember::train

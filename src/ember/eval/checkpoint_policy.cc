@@ -8,7 +8,6 @@
 #include "ember/core/json_file.h"
 #include "ember/model/device.h"
 #include "ember/sim/features.h"
-#include "ember/train/inference.h"
 
 namespace ember::eval {
 
@@ -68,24 +67,25 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
     throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy's actions have " + std::to_string(bundle_.spec.action_dim) +
                                                  " dimensions, the simulator's " + std::to_string(sim::kActionDim));
   builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
+  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_, train::SamplerOptions{.bf16_weights = true});
   at::manual_seed(seed);
 }
 
-std::vector<sim::ActionChunk> act_with(model::PolicyModuleImpl& module, const model::PolicyShape& shape, const model::SampleBuilder& builder,
-                                       const std::string& state_key, const at::Device& device, const std::vector<sim::PolicyInput>& inputs) {
+std::vector<sim::ActionChunk> act_with(train::Sampler& sampler, const model::SampleBuilder& builder, const std::string& state_key,
+                                       const std::vector<sim::PolicyInput>& inputs) {
   std::vector<model::PolicySample> samples;
   for (const auto& in : inputs) samples.push_back(builder.build(observation_item(*in.obs, in.task->instruction, state_key), false));
   std::vector<const model::PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
   // the noise from the device's generator, seeded once when the policy was loaded
-  auto actions = train::sample_chunks(module, shape, ptrs, device);  // [n, H, A]
+  auto actions = sampler.sample(ptrs);  // [n, H, A]
   std::vector<sim::ActionChunk> chunks;
   for (int64_t i = 0; i < actions.size(0); ++i) chunks.push_back(action_chunk(builder, actions[i]));
   return chunks;
 }
 
 std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::PolicyInput>& inputs) {
-  return act_with(*bundle_.module, bundle_.shape, *builder_, bundle_.spec.state_key, device_, inputs);
+  return act_with(*sampler_, *builder_, bundle_.spec.state_key, inputs);
 }
 
 void register_checkpoint_sim_policy() {

@@ -9,6 +9,7 @@
 
 #include "ember/sim/policy.h"
 #include "ember/train/policy_checkpoint.h"
+#include "ember/train/sampler.h"
 
 namespace ember::eval {
 
@@ -23,29 +24,29 @@ data::Item observation_item(const sim::Observation& obs, const std::string& inst
 sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Tensor& actions);
 
 // The chunks of a policy already in memory for a batch of observations: each observation built
-// into a sample by `builder` (the policy's features), packed, sampled in one call (bf16 autocast
-// on CUDA), returned in the simulator's units. What CheckpointSimPolicy::act does once loaded.
-std::vector<sim::ActionChunk> act_with(model::PolicyModuleImpl& module, const model::PolicyShape& shape, const model::SampleBuilder& builder,
-                                       const std::string& state_key, const at::Device& device, const std::vector<sim::PolicyInput>& inputs);
+// into a sample by `builder` (the policy's features), packed, sampled in one call of `sampler`
+// (bf16 on CUDA), returned in the simulator's units. What CheckpointSimPolicy::act does once loaded.
+std::vector<sim::ActionChunk> act_with(train::Sampler& sampler, const model::SampleBuilder& builder, const std::string& state_key,
+                                       const std::vector<sim::PolicyInput>& inputs);
 
 // A policy in memory as a closed-loop policy, e.g. `ember rl`'s learner between two steps (its
-// --eval_freq). The module and the builder must outlive it; the caller sets eval mode.
+// --eval_freq), sampled eagerly (the weights stay as they train). The module and the builder must
+// outlive it; the caller sets eval mode.
 class ModuleSimPolicy : public sim::Policy {
  public:
   ModuleSimPolicy(model::PolicyModuleImpl& module, model::PolicyShape shape, const model::SampleBuilder& builder, std::string state_key,
                   at::Device device, std::string name)
-      : module_(module), shape_(std::move(shape)), builder_(builder), state_key_(std::move(state_key)), device_(device), name_(std::move(name)) {}
+      : sampler_(module, std::move(shape), device, {.cuda_graphs = false}), builder_(builder), state_key_(std::move(state_key)),
+        name_(std::move(name)) {}
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override {
-    return act_with(module_, shape_, builder_, state_key_, device_, inputs);
+    return act_with(sampler_, builder_, state_key_, inputs);
   }
   std::string name() const override { return name_; }
 
  private:
-  model::PolicyModuleImpl& module_;
-  model::PolicyShape shape_;
+  train::Sampler sampler_;
   const model::SampleBuilder& builder_;
   std::string state_key_;
-  at::Device device_;
   std::string name_;
 };
 
@@ -65,6 +66,7 @@ class CheckpointSimPolicy : public sim::Policy {
   PolicyBundle bundle_;
   std::unique_ptr<model::SampleBuilder> builder_;
   at::Device device_;
+  std::unique_ptr<train::Sampler> sampler_;  // bf16 weights, CUDA graphs (train/sampler.h)
 };
 
 // Registers "checkpoint" with the simulator's policy registry (for `ember eval --checkpoint`).

@@ -462,7 +462,7 @@ at::Tensor GrootPolicyImpl::prefix_features(const PolicyInputs& in, const Prefix
   if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
   if (!p->layout.varlen) throw Error(ErrorKind::kInternal, "groot prefix_features: needs the varlen layout");
   at::NoGradGuard no_grad;
-  return segment_means(p->ctx.to(at::kFloat), in.plan.prefix_lens, in.samples);
+  return segment_means(p->ctx.to(at::kFloat), in.plan.cu_prefix, in.samples);
 }
 
 bool GrootPolicyImpl::is_prefix_parameter(const std::string& name) const {

@@ -221,7 +221,7 @@ at::Tensor Pi05PolicyImpl::prefix_features(const PolicyInputs& in, const PrefixS
   if (in.plan.backend != AttentionBackend::kVarlen) throw Error(ErrorKind::kInternal, "pi05 prefix_features: needs the varlen layout");
   at::NoGradGuard no_grad;
   const auto& v = cache.values.back();  // [Tp, kv_heads, head_dim]
-  return segment_means(v.reshape({v.size(0), -1}).to(at::kFloat), in.plan.prefix_lens, in.samples);
+  return segment_means(v.reshape({v.size(0), -1}).to(at::kFloat), in.plan.cu_prefix, in.samples);
 }
 
 bool Pi05PolicyImpl::is_prefix_parameter(const std::string& name) const { return model::is_prefix_parameter(name); }
@@ -242,13 +242,16 @@ std::vector<std::string> Pi05PolicyImpl::fp8_layer_names() {
 
 std::vector<std::string> fp8_layer_names(Pi05Policy& policy) { return policy->fp8_layer_names(); }
 
-void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) {
+bool Pi05PolicyImpl::to_param_dtype(at::ScalarType dtype) {
   at::NoGradGuard no_grad;
-  for (auto& p : policy->named_parameters()) {
+  for (auto& p : named_parameters()) {
     auto target = keeps_fp32(p.key()) ? at::kFloat : dtype;
     if (p.value().scalar_type() != target) p.value().set_data(p.value().to(target));
   }
+  return true;
 }
+
+void set_param_dtype(Pi05Policy& policy, at::ScalarType dtype) { policy->to_param_dtype(dtype); }
 
 bool is_prefix_parameter(const std::string& name) {
   for (const char* p : {"vision.", "projector.", "lm."})

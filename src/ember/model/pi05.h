@@ -84,6 +84,9 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   int64_t prefix_feature_dim() const override { return int64_t(shape.lm.kv_heads) * shape.lm.head_dim; }
   bool is_prefix_parameter(const std::string& name) const override;
   std::vector<std::string> fp8_layer_names() override;
+  // the FP8 kernels have not been checked under capture
+  bool graph_safe() const override { return !options.fp8; }
+  bool to_param_dtype(at::ScalarType dtype) override;
 
   // The prefix's keys and values per layer, computed once for several velocity_cached() calls
   // (RL's stochastic denoising chain, rl/flow_noise.h). They carry gradients when grad mode is

@@ -70,6 +70,15 @@ class PolicyModuleImpl : public torch::nn::Module {
   // Whether parameter `name` computes the prefix (frozen by `ember rl --rl.train expert`).
   virtual bool is_prefix_parameter(const std::string& name) const = 0;
 
+  // Whether sample_actions on CUDA may be captured in a CUDA graph (train/sampler.h): for a
+  // batch's tensor shapes and its plan's host numbers it makes no host copy or synchronisation
+  // and no shape that depends on tensor values. False by default.
+  virtual bool graph_safe() const { return false; }
+  // Converts the weights to `dtype` for inference, the ones the type keeps in float32 excepted;
+  // false (nothing changed) for a type without it. Training state (gradients, moments) is not
+  // kept consistent: for modules that only sample.
+  virtual bool to_param_dtype(at::ScalarType /*dtype*/) { return false; }
+
   // Names of the linear layers on the FP8 path (empty: none, or a type without FP8).
   virtual std::vector<std::string> fp8_layer_names() { return {}; }
   // Runs the forward of what the policy keeps frozen in training (groot's backbone) on `in`, for

@@ -121,9 +121,14 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
     lens_s.push_back(h);
     tp += pos;
   }
-  // filler up to the multiple: copies of the last prompt token's embedding, positions from 0
-  const int64_t m = options.prefix_multiple, pad = m > 1 ? (tp + m - 1) / m * m - tp : 0;
-  for (int64_t j = 0; j < pad; ++j) gather.push_back(text_row - 1), prefix_pos.push_back(j);
+  // filler: prompt tokens up to text_multiple (copies of the last one, each its own text row),
+  // then prefix rows up to prefix_multiple (copies of the last text row's embedding); positions
+  // from 0, one segment
+  auto round_up = [](int64_t x, int64_t m) { return m > 1 ? (x + m - 1) / m * m : x; };
+  const int64_t text_pad = round_up(n_text_total, options.text_multiple) - n_text_total;
+  for (int64_t j = 0; j < text_pad; ++j) text.push_back(text.back()), gather.push_back(text_row++), prefix_pos.push_back(j);
+  const int64_t pad = text_pad + round_up(tp + text_pad, options.prefix_multiple) - (tp + text_pad);
+  for (int64_t j = text_pad; j < pad; ++j) gather.push_back(text_row - 1), prefix_pos.push_back(j);
   const int64_t rows = tp + pad;
   // joint keys of sample i: its prefix rows, then its suffix rows (offset by the prefix rows in
   // cat(prefix, suffix))
@@ -134,6 +139,10 @@ void collate_varlen(std::span<const PolicySample* const> samples, const PolicySh
     op += lens_p[i];
     os += lens_s[i];
   }
+  // with text_multiple the filler rows close the list (read by nobody: past cu_joint's last
+  // segment), so that its length, too, depends on the prompts' total only to the multiple
+  if (options.text_multiple > 1)
+    for (int64_t j = 0; j < pad; ++j) joint.push_back(tp + j);
   in.images = layout_images(images, shape.vision.image_size, options);
   in.text_ids = i64(text);
   in.prefix_gather = i64(gather);
@@ -229,21 +238,26 @@ PolicyInputs collate(std::span<const PolicySample* const> samples, const PolicyS
   return in;
 }
 
+std::vector<at::Tensor*> PolicyInputs::tensors() {
+  return {&images, &text_ids, &prefix_gather, &prefix_positions, &suffix_positions, &actions, &action_mask, &state,
+          &embodiment, &plan.cu_prefix, &plan.cu_suffix, &plan.cu_joint, &plan.joint_index, &plan.valid, &plan.mask};
+}
+
+std::vector<const at::Tensor*> PolicyInputs::tensors() const {
+  auto all = const_cast<PolicyInputs*>(this)->tensors();
+  return {all.begin(), all.end()};
+}
+
 PolicyInputs PolicyInputs::to(const at::Device& device) const {
   PolicyInputs out = *this;
-  for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
-                        &out.actions, &out.action_mask, &out.state, &out.embodiment}) {
+  for (at::Tensor* t : out.tensors())
     if (t->defined()) *t = t->to(device, /*non_blocking=*/true);
-  }
-  out.plan = plan.to(device);
   return out;
 }
 
 std::string PolicyInputs::shape_key() const {
   std::string key;
-  for (const at::Tensor* t : {&images, &text_ids, &prefix_gather, &prefix_positions, &suffix_positions, &actions,
-                              &action_mask, &state, &plan.cu_prefix, &plan.cu_suffix, &plan.cu_joint, &plan.joint_index,
-                              &plan.valid}) {
+  for (const at::Tensor* t : tensors()) {
     if (t->defined())
       for (int64_t d : t->sizes()) key += std::to_string(d) + ",";
     key += ";";
@@ -253,11 +267,8 @@ std::string PolicyInputs::shape_key() const {
 
 PolicyInputs PolicyInputs::pin_memory() const {
   PolicyInputs out = *this;
-  for (at::Tensor* t : {&out.images, &out.text_ids, &out.prefix_gather, &out.prefix_positions, &out.suffix_positions,
-                        &out.actions, &out.action_mask, &out.plan.cu_prefix, &out.plan.cu_suffix, &out.plan.cu_joint,
-                        &out.plan.joint_index, &out.plan.valid, &out.plan.mask}) {
+  for (at::Tensor* t : out.tensors())
     if (t->defined() && !t->is_pinned()) *t = t->pin_memory();
-  }
   return out;
 }
 
@@ -305,19 +316,14 @@ PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies) {
   return out;
 }
 
-at::Tensor segment_means(const at::Tensor& rows, const std::vector<int64_t>& lens, int64_t n) {
-  if (int64_t(lens.size()) != n) throw Error(ErrorKind::kInternal, "segment_means: " + std::to_string(lens.size()) + " lengths for " + std::to_string(n) + " segments");
-  std::vector<int64_t> ids;
-  std::vector<float> inv;
-  for (size_t j = 0; j < lens.size(); ++j) {
-    ids.insert(ids.end(), size_t(lens[j]), int64_t(j));
-    inv.push_back(1.f / float(std::max<int64_t>(lens[j], 1)));
-  }
-  if (int64_t(ids.size()) > rows.size(0)) throw Error(ErrorKind::kInternal, "segment_means: the lengths exceed the rows");
-  const auto dev = rows.device();
-  auto sum = at::zeros({n, rows.size(1)}, rows.options())
-                 .index_add_(0, at::tensor(ids, at::kLong).to(dev), rows.narrow(0, 0, int64_t(ids.size())));
-  return sum * at::tensor(inv, at::kFloat).to(dev).to(rows.scalar_type()).unsqueeze(1);
+at::Tensor segment_means(const at::Tensor& rows, const at::Tensor& cu, int64_t n) {
+  if (cu.dim() != 1 || cu.size(0) < n + 1) throw Error(ErrorKind::kInternal, "segment_means: fewer than n + 1 offsets");
+  auto offsets = cu.narrow(0, 0, n + 1).to(at::kLong);
+  // each row's segment (rows past cu[n]: n, dropped)
+  auto ids = at::searchsorted(offsets.narrow(0, 1, n), at::arange(rows.size(0), offsets.options()), /*out_int32=*/false, /*right=*/true);
+  auto sum = at::zeros({n + 1, rows.size(1)}, rows.options()).index_add_(0, ids, rows).narrow(0, 0, n);
+  auto lens = (offsets.narrow(0, 1, n) - offsets.narrow(0, 0, n)).clamp_min(1);
+  return sum * lens.to(rows.scalar_type()).reciprocal().unsqueeze(1);
 }
 
 }  // namespace ember::model

@@ -54,6 +54,10 @@ struct PolicyInputs {
   std::vector<int64_t> real_prefix_lens;  // [n] real prefix tokens per sample
 
   int64_t prefix_rows() const { return prefix_gather.size(0); }
+  // Every tensor field (the plan's included), defined or not, in one fixed order: what to()
+  // copies and shape_key() reads; train/sampler.h copies a batch into a captured one by it.
+  std::vector<at::Tensor*> tensors();
+  std::vector<const at::Tensor*> tensors() const;
   // The sizes of every tensor, as text: two batches with the same key run the same matrix
   // shapes and allocations (their values may differ).
   std::string shape_key() const;
@@ -72,6 +76,13 @@ struct CollateOptions {
   // model's matrix products then see a few shapes instead of a new one at every step (cuBLAS
   // chooses its kernel per shape); the loss and the gradients are those without filler.
   int64_t prefix_multiple = 0;
+  // varlen: round the batch's prompt tokens up to a multiple of this many (0 or 1: none) with
+  // filler tokens (copies of the last prompt token) in the filler segment. With the images
+  // fixed, the batch's shapes then depend on its prompts' total length only by the multiple:
+  // batches of similar prompts share one captured CUDA graph (train/sampler.h). Applied before
+  // prefix_multiple. The plan's joint_index then also lists the filler rows, after every
+  // sample's keys (no segment reads them).
+  int64_t text_multiple = 0;
 };
 
 // The inputs of `copies` copies of each sample's suffix, copy j of sample i being sample
@@ -82,9 +93,11 @@ struct CollateOptions {
 // result (its prefix fields describe the original batch); varlen layout only (kInternal else).
 PolicyInputs with_suffix_copies(const PolicyInputs& in, int64_t copies);
 
-// Row means of consecutive segments: rows [T, F] (T >= sum of lens), lens [n] -> [n, F] (an
-// empty segment's mean is 0). The packed prefix's per-sample pooling.
-at::Tensor segment_means(const at::Tensor& rows, const std::vector<int64_t>& lens, int64_t n);
+// Row means of the first n segments of rows [T, F]: segment i is rows [cu[i], cu[i+1]) (cu: int
+// offsets on rows' device, at least n+1 of them; rows past cu[n] are ignored) -> [n, F] (an
+// empty segment's mean is 0). The packed prefix's per-sample pooling (cu: the plan's
+// cu_prefix), on the device alone: no host copy, so a CUDA graph can hold it.
+at::Tensor segment_means(const at::Tensor& rows, const at::Tensor& cu, int64_t n);
 
 // Lays samples out. Throws Error kInvalidArgument when a sample does not fit the shape (image
 // size, more cameras than max_cameras, duplicate slots, a prompt longer than max_prompt, an

@@ -61,18 +61,11 @@ at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at
   return (-0.5 * z.square() - log_s - 0.5 * std::log(2 * M_PI)).sum({-2, -1});
 }
 
-Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
-                   const std::vector<uint64_t>& seeds) {
-  const auto& shape = policy.base_shape();
+ChainDraws draw_chain(const model::PolicyShape& shape, const FlowNoise& noise, const std::vector<uint64_t>& seeds) {
   check(noise, shape);
-  if (int64_t(seeds.size()) != inputs.samples)
-    throw Error(ErrorKind::kInternal, "sample_chain: " + std::to_string(seeds.size()) + " seeds for " + std::to_string(inputs.samples) + " samples");
-  at::NoGradGuard no_grad;
-  model::PolicyInputs in = inputs;
-  in.plan = inputs.plan.with_mask();  // once, not at every step
   const int K = shape.flow_steps;
   const bool sde = noise.method == NoiseMethod::kSde;
-  const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim, d = noise.action_dim;
+  const int64_t H = shape.horizon, A = shape.max_action_dim, d = noise.action_dim;
   // each sample's noise from its own stream: x_0 [H, A], then (sde) its step s and eps [H, d],
   // (every step) eps [K, H, d]
   std::vector<at::Tensor> x0s, epss;
@@ -87,11 +80,19 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
       epss.push_back(at::randn({K, H, d}, gen, at::kFloat));
     }
   }
-  const auto device = in.prefix_gather.device();
-  auto x0 = at::stack(x0s).to(device);       // [n, H, A]
-  auto eps = at::stack(epss, 1).to(device);  // [K or 1, n, H, d]
-  auto noisy_step = sde ? at::tensor(steps, at::kLong) : at::Tensor();
-  auto noisy_on_device = sde ? noisy_step.to(device) : at::Tensor();  // once, not at every step
+  ChainDraws out;
+  out.x0 = at::stack(x0s);
+  out.eps = at::stack(epss, 1);
+  if (sde) out.noisy_step = at::tensor(steps, at::kLong);
+  return out;
+}
+
+std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x0,
+                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise) {
+  const auto& shape = policy.base_shape();
+  const int K = shape.flow_steps;
+  const bool sde = noise.method == NoiseMethod::kSde;
+  const int64_t n = in.samples, d = noise.action_dim;
   auto prefix = policy.encode_prefix(in);
   auto features = policy.prefix_features(in, *prefix);
   std::vector<at::Tensor> xs{x0}, lps;
@@ -108,7 +109,7 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
       auto mean = sde_mean(x, v, t, sigma, dt);
       auto std = sigma * std::sqrt(dt);
       auto noisy = mean.narrow(-1, 0, d) + std.view({-1, 1, 1}) * eps[0];
-      auto here = (noisy_on_device == i).view({-1, 1, 1});
+      auto here = (noisy_step == i).view({-1, 1, 1});
       real = at::where(here, noisy, ode.narrow(-1, 0, d));
       auto lp = gaussian_log_prob(real, mean, std, d, noise.rows);
       lp_sde = at::where(here.view({-1}), lp, lp_sde);
@@ -119,8 +120,21 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
     x = with_padding(real, x0, step_time(i + 1, K));
     xs.push_back(x);
   }
-  auto log_prob = sde ? lp_sde.unsqueeze(1) : at::stack(lps, 1);
-  return {at::stack(xs, 1).cpu(), log_prob.cpu(), noisy_step, features};
+  return {at::stack(xs, 1), sde ? lp_sde.unsqueeze(1) : at::stack(lps, 1), features};
+}
+
+Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
+                   const std::vector<uint64_t>& seeds) {
+  if (int64_t(seeds.size()) != inputs.samples)
+    throw Error(ErrorKind::kInternal, "sample_chain: " + std::to_string(seeds.size()) + " seeds for " + std::to_string(inputs.samples) + " samples");
+  auto draws = draw_chain(policy.base_shape(), noise, seeds);
+  at::NoGradGuard no_grad;
+  model::PolicyInputs in = inputs;
+  in.plan = inputs.plan.with_mask();  // once, not at every step
+  const auto device = in.prefix_gather.device();
+  auto out = integrate_chain(policy, in, draws.x0.to(device), draws.eps.to(device),
+                             draws.noisy_step.defined() ? draws.noisy_step.to(device) : at::Tensor(), noise);
+  return {out[0].cpu(), out[1].cpu(), draws.noisy_step, out[2]};
 }
 
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,

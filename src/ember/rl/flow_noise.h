@@ -57,9 +57,22 @@ struct Chain {
 
 // Samples the chain for a batch, the prefix computed once. seeds[j] (n of them) seeds sample j's
 // noise (x_0, kSde's step s and every eps, drawn on the CPU), so a sample's chain does not depend
-// on which batch it was in. No gradients.
+// on which batch it was in. No gradients. draw_chain, then integrate_chain.
 Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const FlowNoise& noise,
                    const std::vector<uint64_t>& seeds);
+
+// sample_chain's draws, on the host: x0 [n, H, A], eps [T, n, H, action_dim] (T: K, or 1 for
+// kSde), noisy_step [n] int64 (kSde; else undefined).
+struct ChainDraws {
+  at::Tensor x0, eps, noisy_step;
+};
+ChainDraws draw_chain(const model::PolicyShape& shape, const FlowNoise& noise, const std::vector<uint64_t>& seeds);
+
+// sample_chain's device work on draws already on the inputs' device: {x [n, K+1, H, A],
+// log_prob [n, T], features [n, F]}, all on the device. No host copy or synchronisation (a
+// CUDA graph can hold it, rollout_server.cc); the caller disables gradients.
+std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x0,
+                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise);
 
 // log p [n, T] of stored chains x [n, K+1, H, A] (kSde: with their noisy steps [n] int64) under
 // the policy's current weights, the prefix computed once; differentiable when grad mode is on.

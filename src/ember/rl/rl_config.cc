@@ -72,7 +72,7 @@ void validate(const RlConfig& c) {
   X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
   X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
   X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
-  X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(dist_timeout_s) X(cpu_threads) X(placement) \
+  X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(cuda_graphs) X(dist_timeout_s) X(cpu_threads) X(placement) \
   X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs) X(noise_method) X(noise_level) X(denoise_steps) \
   X(logprob_rows) X(filter_low) X(filter_high) X(weight_decay) X(lr_warmup)
 

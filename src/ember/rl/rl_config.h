@@ -36,6 +36,7 @@ struct RlConfig {
   int64_t max_batch = 8;          // dynamic batcher: run when this many requests wait ...
   double batch_timeout_ms = 5;    // ... or the oldest waited this long
   bool rollout_stream = true;     // CUDA: the rollout on a stream of its own (rollout_server.h)
+  bool cuda_graphs = true;        // CUDA: the rollout's chains replayed as one graph per batch shape
   int64_t replan_steps = 5;       // chunk steps executed before the policy is asked again
   int64_t camera_size = 0;        // cameras rendered at this size, resized by the policy (0: its vision size)
   int64_t max_episode_steps = 0;  // > 0: cut episodes at this many steps (else the task's limit)

@@ -269,7 +269,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   if (rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
   model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(train::copy_module(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads}, from.step,
+  RolloutServer server(train::copy_module(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads, c.cuda_graphs}, from.step,
                        rollout_value);
   const int64_t gps = c.groups_per_step / world;  // this rank's
   EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps, rank, world);

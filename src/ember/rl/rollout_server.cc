@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cstdio>
 #include <optional>
 
 #include "ember/eval/checkpoint_policy.h"
@@ -31,6 +32,10 @@ RolloutServer::RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, co
     stream_->swapped.emplace();
     stream_->swapped->record(c10::cuda::getCurrentCUDAStream(device_.index()));
   }
+  if (device_.is_cuda() && batching.cuda_graphs && policy_->graph_safe()) {
+    graphs_ = std::make_unique<train::GraphCache>(device_, 16);
+    for (const auto& p : policy_->parameters()) weight_ptrs_.push_back(p.data_ptr());
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -52,6 +57,11 @@ void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version,
   std::lock_guard<std::mutex> lock(weights_mu_);
   train::copy_parameters(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
+  if (graphs_) {
+    std::vector<const void*> now;
+    for (const auto& p : policy_->parameters()) now.push_back(p.data_ptr());
+    if (now != weight_ptrs_) graphs_->clear(), weight_ptrs_ = std::move(now);  // replaced, not copied into
+  }
   if (stream_) {
     // the copies ran on the caller's stream: the rollout's next batch waits for them there
     stream_->swapped.emplace();
@@ -82,12 +92,42 @@ void RolloutServer::loop() {
   }
 }
 
+Chain RolloutServer::graph_chain(const std::vector<const model::PolicySample*>& samples, const std::vector<uint64_t>& seeds) {
+  const auto& shape = policy_->base_shape();
+  auto batch = train::bucketed_batch(samples, shape, /*text_multiple=*/32, /*pin=*/true);
+  auto padded_seeds = seeds;
+  padded_seeds.resize(size_t(batch.bucket), seeds.back());
+  auto draws = draw_chain(shape, noise_, padded_seeds);
+  std::vector<at::Tensor> extras{draws.x0.pin_memory().to(device_, true), draws.eps.pin_memory().to(device_, true),
+                                 draws.noisy_step.defined() ? draws.noisy_step.to(device_) : at::Tensor()};
+  const auto noise = noise_;
+  auto& policy = *policy_;
+  std::optional<std::vector<at::Tensor>> outs;
+  try {
+    outs = graphs_->run(batch.host, extras, [&policy, noise](const model::PolicyInputs& in, const std::vector<at::Tensor>& e) {
+      return integrate_chain(policy, in, e[0], e[1], e[2], noise);
+    });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ember rl: capturing the rollout in a CUDA graph failed, sampling eagerly from now on: %s\n", e.what());
+    graphs_.reset();
+    return {};
+  }
+  graph_captures_ = graphs_->captures();
+  if (!outs) return {};  // a new shape with the cache full: eagerly
+  const int64_t n = batch.n;
+  Chain c;
+  c.x = (*outs)[0].narrow(0, 0, n).cpu();
+  c.log_prob = (*outs)[1].narrow(0, 0, n).cpu();
+  if (draws.noisy_step.defined()) c.noisy_step = draws.noisy_step.narrow(0, 0, n);
+  c.features = (*outs)[2].narrow(0, 0, n).clone();
+  return c;
+}
+
 void RolloutServer::run_batch(std::vector<Request>& batch) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<const model::PolicySample*> ptrs;
   std::vector<uint64_t> seeds;
   for (const auto& r : batch) ptrs.push_back(&r.sample), seeds.push_back(r.seed);
-  auto in = model::collate(ptrs, policy_->base_shape(), model::AttentionBackend::kVarlen).to(device_);
   Chain chain;
   int64_t version;
   std::vector<double> values(batch.size(), 0.0);
@@ -98,7 +138,8 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
       stream_->swapped.reset();
     }
     train::Bf16Autocast bf16(device_.is_cuda());
-    chain = sample_chain(*policy_, in, noise_, seeds);
+    chain = graphs_ ? graph_chain(ptrs, seeds) : Chain{};
+    if (!chain.x.defined()) chain = sample_chain(*policy_, model::collate(ptrs, policy_->base_shape(), model::AttentionBackend::kVarlen).to(device_), noise_, seeds);
     if (value_) {
       at::NoGradGuard no_grad;
       auto v = value_->forward(chain.features).to(at::kDouble).cpu();

@@ -6,7 +6,8 @@
 // its own (BatchingOptions::own_stream): its forward passes overlap the learner's (on the
 // default stream) instead of queueing behind them, and its copies back to the host wait for its
 // own work only. A swap's copies, made on the learner's stream, are fenced by an event that the
-// rollout's stream waits for before its next batch.
+// rollout's stream waits for before its next batch. With BatchingOptions::cuda_graphs the chain
+// of each batch is replayed from a CUDA graph of its shape (the same draws, the same function).
 #pragma once
 
 #include <atomic>
@@ -23,6 +24,7 @@
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/value_head.h"
 #include "ember/sim/policy.h"
+#include "ember/train/sampler.h"
 
 namespace ember::rl {
 
@@ -40,6 +42,9 @@ struct BatchingOptions {
   double timeout_ms = 5;
   bool own_stream = true;  // CUDA: the rollout's kernels on a stream of their own (--rl.rollout_stream)
   int cpu_threads = 0;     // CPU: the rollout thread's intra-op threads (0: the library's default)
+  // CUDA, a graph-safe policy: each batch's chains replayed from a CUDA graph of its shape
+  // (train/sampler.h's GraphCache on train::bucketed_batch: batches padded to powers of two)
+  bool cuda_graphs = true;
 };
 
 class RolloutServer {
@@ -62,6 +67,7 @@ class RolloutServer {
   void stop();
 
   double busy_s() const { return busy_ns_.load() * 1e-9; }
+  int64_t graph_captures() const { return graph_captures_.load(); }  // 0 without graphs
   int64_t batches() const { return batches_.load(); }
   int64_t requests() const { return requests_.load(); }
 
@@ -74,6 +80,8 @@ class RolloutServer {
   struct Stream;  // the CUDA stream and the swap's fence (none on the CPU)
   void loop();
   void run_batch(std::vector<Request>& batch);
+  // the batch's chains from graphs_ (an undefined chain: sample eagerly)
+  Chain graph_chain(const std::vector<const model::PolicySample*>& samples, const std::vector<uint64_t>& seeds);
 
   std::shared_ptr<model::PolicyModuleImpl> policy_;
   ValueHead value_;
@@ -82,6 +90,9 @@ class RolloutServer {
   at::Device device_;
   core::DynamicBatcher<Request> batcher_;
   std::unique_ptr<Stream> stream_;
+  std::unique_ptr<train::GraphCache> graphs_;  // BatchingOptions::cuda_graphs, on CUDA (the rollout thread's)
+  std::vector<const void*> weight_ptrs_;       // where the graphs read the weights (a swap that moves them drops the graphs)
+  std::atomic<int64_t> graph_captures_{0};
   std::mutex weights_mu_;
   int64_t version_;
   int cpu_threads_;

@@ -14,6 +14,8 @@ Engine::Engine(train::PolicyBundle bundle, at::Device device, EngineOptions opti
   if (options.max_batch < 1) throw Error(ErrorKind::kInvalidArgument, "--max_batch must be at least 1");
   if (!(options.batch_timeout_ms >= 0)) throw Error(ErrorKind::kInvalidArgument, "--batch_timeout_ms must be at least 0");
   builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
+  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_,
+                                              train::SamplerOptions{.cuda_graphs = options.cuda_graphs, .bf16_weights = true});
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -70,7 +72,7 @@ std::vector<Reply> Engine::run(const std::vector<Job>& batch) {
   std::vector<const model::PolicySample*> samples;
   std::vector<at::Tensor> noise;
   for (const auto& job : batch) samples.push_back(&job.sample), noise.push_back(job.noise);
-  auto chunks = train::sample_chunks(*bundle_.module, bundle_.shape, samples, device_, at::stack(noise));  // [n, H, A]
+  auto chunks = sampler_->sample(samples, at::stack(noise));  // [n, H, A]
   std::vector<Reply> replies(batch.size());
   for (size_t j = 0; j < batch.size(); ++j) {
     auto rows = builder_->unnormalize_actions(chunks[int64_t(j)]);  // [H][action_dim]

@@ -1,7 +1,8 @@
 // The inference side of `ember serve`: one thread owns the policy and runs dynamic batches of
 // requests from any number of connections (core/dynamic_batcher.h: a batch as soon as
 // max_batch requests wait, or when the oldest has waited batch_timeout_ms) through
-// train::sample_chunks, the path `ember predict` and `ember eval` take. A request's sample is
+// train::Sampler (bf16 weights, a CUDA graph per batch shape), as `ember predict` and
+// `ember eval` sample. A request's sample is
 // built on the caller's thread (images resized, state normalised, prompt tokenised); the
 // inference thread only collates, samples and unnormalises.
 #pragma once
@@ -20,12 +21,14 @@
 #include "ember/core/dynamic_batcher.h"
 #include "ember/serve/observation.h"
 #include "ember/train/policy_checkpoint.h"
+#include "ember/train/sampler.h"
 
 namespace ember::serve {
 
 struct EngineOptions {
   int max_batch = 8;            // B_max: requests per batch
   double batch_timeout_ms = 2;  // T_max: how long the oldest request waits for others
+  bool cuda_graphs = true;      // the sampler's CUDA graphs (train/sampler.h), where it can
 };
 
 struct Reply {
@@ -38,7 +41,8 @@ struct Reply {
 
 class Engine {
  public:
-  // bundle: a loaded policy (train::load_policy) on `device`, in eval mode. Starts the thread.
+  // bundle: a loaded policy (train::load_policy) on `device`, in eval mode, that only this engine
+  // samples (on CUDA its weights become bf16: train::SamplerOptions::bf16_weights). Starts the thread.
   Engine(train::PolicyBundle bundle, at::Device device, EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -59,6 +63,8 @@ class Engine {
   size_t queued() const { return batcher_.size(); }
   int64_t batches() const { return batches_.load(); }
   int64_t requests() const { return requests_.load(); }
+  // the sampler's mode and counts (read them from the inference thread's callbacks or after stop())
+  const train::Sampler& sampler() const { return *sampler_; }
 
  private:
   struct Job {
@@ -72,6 +78,7 @@ class Engine {
   train::PolicyBundle bundle_;
   std::unique_ptr<model::SampleBuilder> builder_;
   at::Device device_;
+  std::unique_ptr<train::Sampler> sampler_;
   core::DynamicBatcher<Job> batcher_;
   std::mutex mu_;  // stopped_ and pushing, so that nothing is queued after the thread's last take
   bool stopped_ = false;

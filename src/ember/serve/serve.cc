@@ -69,7 +69,7 @@ int run_serve(const ServeOptions& o) {
   auto bundle = train::load_policy(o.checkpoint, device, o.tokenizer_path.empty() ? std::nullopt : std::optional(o.tokenizer_path));
   ObservationMap map(bundle.spec, bundle.shape, o.obs_map);
   const std::string name = bundle.module->type() + "/" + bundle.shape.preset;
-  Engine engine(std::move(bundle), device, {.max_batch = o.max_batch, .batch_timeout_ms = o.batch_timeout_ms});
+  Engine engine(std::move(bundle), device, {.max_batch = o.max_batch, .batch_timeout_ms = o.batch_timeout_ms, .cuda_graphs = o.cuda_graphs});
   ServerOptions so;
   so.host = o.host;
   so.port = o.port;

@@ -25,6 +25,7 @@ struct ServeOptions {
   double max_message_mb = 64;
   int max_connections = 64;
   uint64_t seed = 0;
+  bool cuda_graphs = true;  // --cuda_graphs: the sampler captured per batch shape (train/sampler.h)
 };
 
 // Throws Error kInvalidArgument naming the flag whose value is out of range.

@@ -6,6 +6,7 @@
 #include "ember/core/file.h"
 #include "ember/model/weights.h"
 #include "ember/train/inference.h"
+#include "ember/train/sampler.h"
 
 namespace ember::train {
 
@@ -116,7 +117,10 @@ Prediction predict_chunk(PolicyBundle& b, const std::string& root, int64_t index
   auto sample = builder.build(item, /*with_actions=*/false);
   const model::PolicySample* one[] = {&sample};
   auto x0 = noise.defined() ? noise : seeded_noise(b.shape, seed);  // [H, max_action_dim]
-  auto actions = sample_chunks(*b.module, b.shape, one, device, x0.unsqueeze(0));  // [1, H, A]
+  // as `ember serve` samples (bf16 weights, a CUDA graph on CUDA): its first request of this
+  // frame and seed gets this chunk
+  Sampler sampler(*b.module, b.shape, device, {.bf16_weights = true});
+  auto actions = sampler.sample(one, x0.unsqueeze(0));  // [1, H, A]
   Prediction p;
   p.task = item.task;
   p.raw = actions[0].to(at::kFloat).cpu().contiguous();
