@@ -30,6 +30,8 @@
 #                  trained, torch.nn.Linear's init in the embodiment heads, pi0.5's normalisation,
 #                  prompt and loss mask; GROOT_FLAGS= (empty) trains with N1.5's defaults
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true
+#   EVAL_EXTRA     more `ember eval` flags, e.g. --cuda_graphs false; EVAL_TAG: a suffix of the
+#                  evaluation's name (eval_RUN<TAG>), to keep two evaluations of one run apart
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
@@ -100,13 +102,15 @@ train() {
 }
 
 evaluate() {
-  local ev="$work/eval_$run"
+  local name="eval_$run${EVAL_TAG:-}" ev
+  ev="$work/$name"
   rm -rf "$ev"
+  # shellcheck disable=SC2086  # EVAL_EXTRA: several flags
   "$ember" eval --checkpoint "$work/$run" --suite ember10 --trials "${TRIALS:-50}" --n_envs "${N_ENVS:-50}" \
-    --replan_steps "${REPLAN:-5}" --image_size "$image" --renderer "$renderer" --device "$device" --output_dir "$ev" 2>&1 |
-    tee "$out/eval_$run.txt" | tail -n 20
-  cp "$ev/eval.json" "$out/eval_$run.json"
-  ls "$ev/videos" >"$out/eval_${run}_videos.txt"
+    --replan_steps "${REPLAN:-5}" --image_size "$image" --renderer "$renderer" --device "$device" --output_dir "$ev" ${EVAL_EXTRA:-} 2>&1 |
+    tee "$out/$name.txt" | tail -n 20
+  cp "$ev/eval.json" "$out/$name.json"
+  ls "$ev/videos" >"$out/${name}_videos.txt"
 }
 
 rl() {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "ember/serve/server.h"
 #include "ember/train/inference.h"
 #include "ember/train/policy_checkpoint.h"
+#include "ember/train/profiler.h"
 #include "ember/train/sampler.h"
 
 namespace ember::bench {
@@ -262,12 +264,29 @@ std::vector<std::string> run_inference_bench(const InferenceBenchOptions& o, con
     auto f = in_process([&] { return sampler.sample(in.ptrs, in.x0); }, device, batch, o, &chunks);
     const auto after = sampler.stats();
     const auto& ref = eager_chunks.at(batch);
+    auto per_replay = [&](double ms) { return after.replays > before.replays ? ms / double(after.replays - before.replays) : 0.0; };
     report("engine", batch, f,
            {{"engine", sampler.mode() == train::SamplerMode::kGraphs ? "cuda_graphs" : "eager"},
             {"captures", after.captures - before.captures},
             {"replays", after.replays - before.replays},
             {"max_abs_diff_to_eager", (chunks - ref).abs().max().item<double>()},
+            {"prepare_ms_mean", per_replay(after.prepare_ms - before.prepare_ms)},
+            {"replay_gpu_ms_mean", per_replay(after.replay_gpu_ms - before.replay_gpu_ms)},
+            {"total_ms_mean", per_replay(after.total_ms - before.total_ms)},
             {"eager_abs_max", ref.abs().max().item<double>()}});
+  }
+  if (!o.trace.empty()) {
+    const Batch& in = batches.at(o.batch_sizes[0]);
+    auto traced = [&](const std::string& path, const std::function<void()>& call) {
+      train::start_profiler(device.is_cuda());
+      for (int i = 0; i < 3; ++i) call();
+      sync(device);
+      train::stop_profiler(path);
+      std::fprintf(stderr, "ember bench inference: trace %s\n", path.c_str());
+    };
+    // the weights are bf16 by now: the eager trace is the engine's work without the graph
+    traced(o.trace + "_eager.json", [&] { train::sample_chunks(*bundle.module, bundle.shape, in.ptrs, device, in.x0); });
+    traced(o.trace + "_engine.json", [&] { sampler.sample(in.ptrs, in.x0); });
   }
   if (o.socket)
     for (int64_t batch : o.batch_sizes) report("socket", batch, through_socket(bundle, map, device, batch, o, rng), {});

@@ -29,6 +29,9 @@ struct InferenceBenchOptions {
   std::string device = "auto";
   bool socket = false;
   bool cuda_graphs = true;  // the engine's (and the socket server's) CUDA graphs
+  // PyTorch's profiler around 3 eager calls and 3 engine calls at the first batch size, after the
+  // timed ones: TRACE_eager.json and TRACE_engine.json (bench/trace_summary.py reads them)
+  std::string trace;
   int image_size = 224;  // the synthetic cameras' side in pixels
   uint64_t seed = 0;
 };

@@ -43,6 +43,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   cmd->add_option("--image_size", b->image_size, "the synthetic cameras' side in pixels (default 224)");
   cmd->add_option("--seed", b->seed, "observations, noise and a fresh policy's weights (default 0)");
   cmd->add_option("--cuda_graphs", b->cuda_graphs, "true | false: the engine's CUDA graphs (default true)");
+  cmd->add_option("--trace", b->trace, "PATH: profile 3 eager and 3 engine calls at the first batch size into PATH_eager.json, PATH_engine.json");
   cmd->get_option("--checkpoint")->excludes("--preset")->excludes("--policy.type");
   cmd->callback([b, &action] {
     action = [b] {

@@ -68,6 +68,7 @@ struct EvalArgs {
   eval::EvalOptions options;
   std::string policy, checkpoint, device, renderer = "auto", tokenizer_path, rename_map;
   bool no_videos = false;
+  bool cuda_graphs = true;
 };
 
 int run_eval(EvalArgs& a) {
@@ -87,6 +88,7 @@ int run_eval(EvalArgs& a) {
   pa.device = a.device;
   pa.image_size = a.options.image_size;
   pa.seed = a.options.seed;
+  pa.cuda_graphs = a.cuda_graphs;
   std::unique_ptr<sim::Policy> policy = sim::make_policy(a.policy, pa);
   eval::EvalResult r = eval::evaluate(a.options, *policy);
   std::printf("%lld env steps in %.1f s (policy %.1f s in %lld calls, environments %.1f s); results in %s/eval.json\n",
@@ -210,6 +212,7 @@ void add_sim_commands(CLI::App& app, Action& action) {
                  "JSON: simulator camera -> the policy's camera, e.g. '{\"observation.images.agentview\": "
                  "\"observation.images.base_0_rgb\"}' (lerobot-train's flag)");
   ev->add_option("--device", e->device, "device for the policy (e.g. cuda, cpu)");
+  ev->add_option("--cuda_graphs", e->cuda_graphs, "true | false: on CUDA, a checkpoint's sampler replayed as one CUDA graph per batch shape (default true)");
   ev->add_option("--suite", e->options.suite, "task suite (default ember10)");
   ev->add_option("--task", e->options.tasks, "only these tasks of the suite (repeatable)");
   ev->add_option("--trials", e->options.trials, "episodes per task (default 50)");

@@ -50,7 +50,7 @@ sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Ten
 }
 
 CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
-                                         const std::string& tokenizer_path, const std::string& rename_map)
+                                         const std::string& tokenizer_path, const std::string& rename_map, bool cuda_graphs)
     : device_(model::resolve_device(device)) {
   const auto rename = rename_map.empty() ? std::map<std::string, std::string>{} : parse_rename_map(rename_map, "--rename_map");
   bundle_ = load_policy(checkpoint, device_, tokenizer_path.empty() ? std::nullopt : std::optional<std::string>(tokenizer_path));
@@ -67,7 +67,7 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
     throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy's actions have " + std::to_string(bundle_.spec.action_dim) +
                                                  " dimensions, the simulator's " + std::to_string(sim::kActionDim));
   builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
-  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_, train::SamplerOptions{.bf16_weights = true});
+  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_, train::SamplerOptions{.cuda_graphs = cuda_graphs, .bf16_weights = true});
   at::manual_seed(seed);
 }
 
@@ -90,7 +90,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
 
 void register_checkpoint_sim_policy() {
   sim::register_policy("checkpoint", [](const sim::PolicyArgs& a) -> std::unique_ptr<sim::Policy> {
-    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path, a.rename_map);
+    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path, a.rename_map, a.cuda_graphs);
   });
 }
 

@@ -69,6 +69,7 @@ struct PolicyArgs {
   std::string device;              // --device ("" : the factory's default)
   int image_size = 128;            // the cameras' size in this evaluation
   uint64_t seed = 0;
+  bool cuda_graphs = true;         // --cuda_graphs: a checkpoint's sampler replayed from CUDA graphs (train/sampler.h)
 };
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyArgs&)>;
 // Thread-safe; a later registration of the same name replaces the earlier one.

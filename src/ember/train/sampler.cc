@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "ember/core/error.h"
@@ -34,6 +35,16 @@ BucketedBatch bucketed_batch(std::span<const model::PolicySample* const> samples
   plan.max_suffix = shape.horizon;
   plan.max_joint = longest + shape.horizon;
   return b;
+}
+
+struct GraphCache::Events {
+  at::cuda::CUDAEvent start{cudaEventDefault}, end{cudaEventDefault};  // timing enabled
+  bool recorded = false;
+};
+
+double GraphCache::last_replay_ms() {
+  if (!events_ || !events_->recorded) return 0;
+  return events_->start.elapsed_time(events_->end);
 }
 
 struct GraphCache::Graph {
@@ -108,7 +119,12 @@ std::optional<std::vector<at::Tensor>> GraphCache::run(const model::PolicyInputs
     if (src[i]->defined()) dst[i]->copy_(*src[i], /*non_blocking=*/true);
   for (size_t i = 0; i < extras.size(); ++i)
     if (extras[i].defined()) g->extras[i].copy_(extras[i], /*non_blocking=*/true);
+  if (!events_) events_ = std::make_unique<Events>();
+  auto stream = c10::cuda::getCurrentCUDAStream(device_.index());
+  events_->start.record(stream);
   g->graph.replay();
+  events_->end.record(stream);
+  events_->recorded = true;
   ++replays_;
   return g->outs;
 }
@@ -146,10 +162,15 @@ at::Tensor Sampler::padded_sample(std::span<const model::PolicySample* const> sa
   if (noise.defined() && (noise.dim() != 3 || noise.size(0) != n || noise.size(1) != h || noise.size(2) != a || !noise.is_floating_point()))
     throw Error(ErrorKind::kInternal, "Sampler: the noise is not [" + std::to_string(n) + ", " + std::to_string(h) + ", " +
                                           std::to_string(a) + "] floating point");
+  const auto start = std::chrono::steady_clock::now();
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
   auto batch = bucketed_batch(samples, shape_, options_.text_multiple, device_.is_cuda());
   // drawn as sample_actions draws it; the padding's rows repeat the last sample's
   auto x0 = noise.defined() ? noise.to(device_, at::kFloat) : at::randn({n, h, a}, at::TensorOptions().device(device_).dtype(at::kFloat));
   if (batch.bucket > n) x0 = at::cat({x0, x0.narrow(0, n - 1, 1).expand({batch.bucket - n, h, a})}, 0);
+  const double prepare_ms = ms_since(start);
   at::NoGradGuard no_grad;
   Bf16Autocast bf16(device_.is_cuda());
   auto integrate = [this](const model::PolicyInputs& in, const std::vector<at::Tensor>& extras) {
@@ -174,7 +195,11 @@ at::Tensor Sampler::padded_sample(std::span<const model::PolicySample* const> sa
     return sample_chunks(module_, shape_, samples, device_, x0.narrow(0, 0, n));
   }
   ++stats_.replays;
-  return (*outs)[0].narrow(0, 0, n).to(at::kFloat).cpu().contiguous();  // waits for the replay
+  auto chunks = (*outs)[0].narrow(0, 0, n).to(at::kFloat).cpu().contiguous();  // waits for the replay
+  stats_.prepare_ms += prepare_ms;
+  stats_.replay_gpu_ms += graphs_->last_replay_ms();
+  stats_.total_ms += ms_since(start);
+  return chunks;
 }
 
 }  // namespace ember::train

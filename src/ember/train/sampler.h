@@ -66,6 +66,8 @@ class GraphCache {
   void clear();
   int64_t captures() const { return captures_; }
   int64_t replays() const { return replays_; }
+  // the GPU time of the last replay in ms (CUDA events; once its work has finished)
+  double last_replay_ms();
 
  private:
   struct Graph;
@@ -73,6 +75,8 @@ class GraphCache {
   int max_graphs_;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;  // by the inputs' shape key
   int64_t captures_ = 0, replays_ = 0;
+  struct Events;
+  std::unique_ptr<Events> events_;  // around the last replay
 };
 
 enum class SamplerMode {
@@ -99,6 +103,9 @@ struct SamplerStats {
   int64_t captures = 0;  // graphs captured (one per new shape)
   int64_t replays = 0;   // batches run by a graph
   int64_t eager = 0;     // batches run eagerly
+  // summed over the replayed batches, in ms: laying the batch out on the host (collate, noise),
+  // the graph's GPU time, the whole call
+  double prepare_ms = 0, replay_gpu_ms = 0, total_ms = 0;
 };
 
 class Sampler {
