@@ -25,7 +25,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   s->add_option("--max_message_mb", o->max_message_mb, "larger messages are refused before they are read (default 64)");
   s->add_option("--max_connections", o->max_connections, "connections at most (default 64)");
   s->add_option("--seed", o->seed, "a connection's k-th request draws its initial noise from seed + k (default 0)");
-  s->add_option("--cuda_graphs", o->cuda_graphs, "true | false: on CUDA, replay the sampler as one CUDA graph per batch shape (default true)");
+  s->add_option("--cuda_graphs", o->cuda_graphs, "true | false: on CUDA, the engine (bf16 weights, one CUDA graph per batch shape; default true) or eager sampling as loaded");
   s->callback([o, &action] { action = [o] { return serve::run_serve(*o); }; });
 
   CLI::App* bench = app.get_subcommand("bench");

@@ -212,7 +212,7 @@ void add_sim_commands(CLI::App& app, Action& action) {
                  "JSON: simulator camera -> the policy's camera, e.g. '{\"observation.images.agentview\": "
                  "\"observation.images.base_0_rgb\"}' (lerobot-train's flag)");
   ev->add_option("--device", e->device, "device for the policy (e.g. cuda, cpu)");
-  ev->add_option("--cuda_graphs", e->cuda_graphs, "true | false: on CUDA, a checkpoint's sampler replayed as one CUDA graph per batch shape (default true)");
+  ev->add_option("--cuda_graphs", e->cuda_graphs, "true | false: on CUDA, a checkpoint sampled by the engine (bf16 weights, one CUDA graph per batch shape; default true) or eagerly as loaded");
   ev->add_option("--suite", e->options.suite, "task suite (default ember10)");
   ev->add_option("--task", e->options.tasks, "only these tasks of the suite (repeatable)");
   ev->add_option("--trials", e->options.trials, "episodes per task (default 50)");

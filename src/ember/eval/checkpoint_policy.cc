@@ -67,7 +67,7 @@ CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const st
     throw Error(ErrorKind::kInvalidArgument, checkpoint + ": the policy's actions have " + std::to_string(bundle_.spec.action_dim) +
                                                  " dimensions, the simulator's " + std::to_string(sim::kActionDim));
   builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
-  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_, train::SamplerOptions{.cuda_graphs = cuda_graphs, .bf16_weights = true});
+  sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_, train::SamplerOptions{.cuda_graphs = cuda_graphs, .bf16_weights = cuda_graphs});
   at::manual_seed(seed);
 }
 

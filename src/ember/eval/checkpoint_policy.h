@@ -57,7 +57,8 @@ class CheckpointSimPolicy : public sim::Policy {
   // Error naming the checkpoint's file at fault, or kInvalidArgument when its cameras are not
   // the simulator's (after rename_map), or rename_map is malformed or names an unknown camera.
   // rename_map: JSON text, simulator camera -> the policy camera it fills (--rename_map).
-  // cuda_graphs: the sampler's CUDA graphs (train/sampler.h; bf16 weights either way on CUDA).
+  // cuda_graphs: the engine (train/sampler.h: bf16 weights, CUDA graphs); false: the eager
+  // sampler on the weights as loaded (bf16 autocast), as before the engine.
   CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
                       const std::string& tokenizer_path = "", const std::string& rename_map = "", bool cuda_graphs = true);
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;

@@ -71,6 +71,8 @@ Client::Client(const std::string& host, int port, const std::string& api_key, do
   if (ec) io_error(c.where + ": " + ec.message());
   ec = c.run("connect", [&](auto handler) { beast::get_lowest_layer(c.ws).async_connect(endpoints, handler); });
   if (ec) io_error(c.where + ": " + ec.message());
+  beast::error_code ignored;
+  beast::get_lowest_layer(c.ws).socket().set_option(tcp::no_delay(true), ignored);  // as openpi's client (asyncio sets it)
   c.ws.set_option(websocket::stream_base::decorator([api_key](websocket::request_type& req) {
     if (!api_key.empty()) req.set(http::field::authorization, "Api-Key " + api_key);
   }));

@@ -15,7 +15,7 @@ Engine::Engine(train::PolicyBundle bundle, at::Device device, EngineOptions opti
   if (!(options.batch_timeout_ms >= 0)) throw Error(ErrorKind::kInvalidArgument, "--batch_timeout_ms must be at least 0");
   builder_ = std::make_unique<model::SampleBuilder>(bundle_.spec, bundle_.shape, *bundle_.tokenizer);
   sampler_ = std::make_unique<train::Sampler>(*bundle_.module, bundle_.shape, device_,
-                                              train::SamplerOptions{.cuda_graphs = options.cuda_graphs, .bf16_weights = true});
+                                              train::SamplerOptions{.cuda_graphs = options.cuda_graphs, .bf16_weights = options.cuda_graphs});
   thread_ = std::thread([this] { loop(); });
 }
 

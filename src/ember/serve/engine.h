@@ -28,7 +28,7 @@ namespace ember::serve {
 struct EngineOptions {
   int max_batch = 8;            // B_max: requests per batch
   double batch_timeout_ms = 2;  // T_max: how long the oldest request waits for others
-  bool cuda_graphs = true;      // the sampler's CUDA graphs (train/sampler.h), where it can
+  bool cuda_graphs = true;      // the engine (train/sampler.h: bf16 weights, CUDA graphs); false: eager as loaded
 };
 
 struct Reply {

@@ -284,6 +284,10 @@ void Server::Impl::accept() {
       });
       return;
     }
+    // no Nagle: a reply's frames go out at once, not after the client's delayed ACK (40 ms on
+    // Linux: a reply written in two pieces waited for it, 72 ms a request instead of 30)
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     auto session = std::make_shared<Session>(*this, std::move(socket));
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -96,7 +96,7 @@ struct SamplerOptions {
   int64_t max_bucket = 256;     // larger batches run eagerly
   int64_t text_multiple = 32;   // prompt tokens rounded up to this many per batch
   // tests: force a mode (kStatic on the CPU); unset: as the flags above and the device say
-  std::optional<SamplerMode> mode;
+  std::optional<SamplerMode> mode = std::nullopt;
 };
 
 struct SamplerStats {
