@@ -15,6 +15,17 @@
 
 namespace ember::rl {
 
+namespace {
+
+// where the module's weights live: the graphs read them there
+std::vector<const void*> weight_pointers(torch::nn::Module& module) {
+  std::vector<const void*> out;
+  for (const auto& p : module.parameters()) out.push_back(p.data_ptr());
+  return out;
+}
+
+}  // namespace
+
 struct RolloutServer::Stream {
   explicit Stream(const at::Device& device) : stream(c10::cuda::getStreamFromPool(false, device.index())) {}
   c10::cuda::CUDAStream stream;
@@ -33,8 +44,8 @@ RolloutServer::RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, co
     stream_->swapped->record(c10::cuda::getCurrentCUDAStream(device_.index()));
   }
   if (device_.is_cuda() && batching.cuda_graphs && policy_->graph_safe()) {
-    graphs_ = std::make_unique<train::GraphCache>(device_, 16);
-    for (const auto& p : policy_->parameters()) weight_ptrs_.push_back(p.data_ptr());
+    graphs_ = std::make_unique<train::GraphCache>(device_, train::SamplerOptions{}.max_graphs);
+    weight_ptrs_ = weight_pointers(*policy_);
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -58,8 +69,7 @@ void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version,
   train::copy_parameters(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
   if (graphs_) {
-    std::vector<const void*> now;
-    for (const auto& p : policy_->parameters()) now.push_back(p.data_ptr());
+    auto now = weight_pointers(*policy_);
     if (now != weight_ptrs_) graphs_->clear(), weight_ptrs_ = std::move(now);  // replaced, not copied into
   }
   if (stream_) {
@@ -94,7 +104,7 @@ void RolloutServer::loop() {
 
 Chain RolloutServer::graph_chain(const std::vector<const model::PolicySample*>& samples, const std::vector<uint64_t>& seeds) {
   const auto& shape = policy_->base_shape();
-  auto batch = train::bucketed_batch(samples, shape, /*text_multiple=*/32, /*pin=*/true);
+  auto batch = train::bucketed_batch(samples, shape, train::SamplerOptions{}.text_multiple, /*pin=*/true);
   auto padded_seeds = seeds;
   padded_seeds.resize(size_t(batch.bucket), seeds.back());
   auto draws = draw_chain(shape, noise_, padded_seeds);

@@ -16,14 +16,18 @@ at::Tensor seeded_noise(const model::PolicyShape& shape, uint64_t seed) {
   return at::randn({shape.horizon, shape.max_action_dim}, gen, at::kFloat);
 }
 
+void check_noise(const model::PolicyShape& shape, int64_t n, const at::Tensor& noise, const char* who) {
+  if (noise.defined() && (noise.dim() != 3 || noise.size(0) != n || noise.size(1) != shape.horizon ||
+                          noise.size(2) != shape.max_action_dim || !noise.is_floating_point()))
+    throw Error(ErrorKind::kInternal, std::string(who) + ": the noise is not [" + std::to_string(n) + ", " + std::to_string(shape.horizon) +
+                                          ", " + std::to_string(shape.max_action_dim) + "] floating point");
+}
+
 at::Tensor sample_chunks(model::PolicyModuleImpl& module, const model::PolicyShape& shape,
                          std::span<const model::PolicySample* const> samples, const at::Device& device, const at::Tensor& noise) {
   const auto n = int64_t(samples.size());
   if (n == 0) throw Error(ErrorKind::kInternal, "sample_chunks: no samples");
-  if (noise.defined() && (noise.dim() != 3 || noise.size(0) != n || noise.size(1) != shape.horizon ||
-                          noise.size(2) != shape.max_action_dim || !noise.is_floating_point()))
-    throw Error(ErrorKind::kInternal, "sample_chunks: the noise is not [" + std::to_string(n) + ", " + std::to_string(shape.horizon) +
-                                          ", " + std::to_string(shape.max_action_dim) + "] floating point");
+  check_noise(shape, n, noise, "sample_chunks");
   auto in = model::collate(samples, shape, model::AttentionBackend::kVarlen).to(device);
   at::NoGradGuard no_grad;
   Bf16Autocast bf16(device.is_cuda());  // FlashAttention's varlen kernel on GPUs

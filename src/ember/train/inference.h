@@ -20,6 +20,10 @@ namespace ember::train {
 // runs. `ember predict` (its seed) and `ember serve` (each request's seed) draw it this way.
 at::Tensor seeded_noise(const model::PolicyShape& shape, uint64_t seed);
 
+// Throws Error kInternal (naming `who`) unless noise is undefined or [n, H, max_action_dim]
+// floating point: sample_chunks's and Sampler's check of a caller's initial noise.
+void check_noise(const model::PolicyShape& shape, int64_t n, const at::Tensor& noise, const char* who);
+
 // Normalised chunks [n, H, max_action_dim] float32 on the host for n >= 1 samples.
 // noise: [n, H, max_action_dim] floating point on any device, the initial flow noise of each
 // sample (not modified); undefined: drawn on `device` from its current generator, as

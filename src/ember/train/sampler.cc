@@ -159,9 +159,7 @@ at::Tensor Sampler::sample(std::span<const model::PolicySample* const> samples, 
 at::Tensor Sampler::padded_sample(std::span<const model::PolicySample* const> samples, const at::Tensor& noise) {
   const auto n = int64_t(samples.size());
   const int64_t h = shape_.horizon, a = shape_.max_action_dim;
-  if (noise.defined() && (noise.dim() != 3 || noise.size(0) != n || noise.size(1) != h || noise.size(2) != a || !noise.is_floating_point()))
-    throw Error(ErrorKind::kInternal, "Sampler: the noise is not [" + std::to_string(n) + ", " + std::to_string(h) + ", " +
-                                          std::to_string(a) + "] floating point");
+  check_noise(shape_, n, noise, "Sampler");
   const auto start = std::chrono::steady_clock::now();
   auto ms_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
