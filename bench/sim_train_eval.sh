@@ -121,7 +121,7 @@ rl() {
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
     --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-4}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-expert}" --rl.replan_steps "${REPLAN:-5}" \
-    --rl.lr "${RL_LR:-2e-5}" --rl.lr_warmup "${RL_LR_WARMUP:-0}" --rl.noise_method "${RL_NOISE_METHOD:-sde}" --rl.noise_level "${RL_NOISE_LEVEL:-0.5}" --rl.noise_std "${RL_NOISE:-0.2}" \
+    --optimizer.lr "${RL_LR:-2e-5}" --rl.lr_warmup "${RL_LR_WARMUP:-0}" --rl.noise_method "${RL_NOISE_METHOD:-sde}" --rl.noise_level "${RL_NOISE_LEVEL:-0.5}" --rl.noise_std "${RL_NOISE:-0.2}" \
     --rl.denoise_steps "${RL_DENOISE:-4}" --eval_freq "${RL_EVAL_FREQ:-10}" \
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30

@@ -120,16 +120,11 @@ void add_sim_commands(CLI::App& app, Action& action) {
   CLI::App* simc = app.add_subcommand("sim", "simulated tasks: scripted demonstrations, scene pictures");
   simc->require_subcommand(1);
 
-  // ember sim collect
-  struct CollectArgs {
-    std::string suite = "ember10", output_dir, renderer = "auto", camera_dtype;
-    std::vector<std::string> tasks;
-    int episodes_per_task = 10, image_size = 128, n_envs = 1, threads = 0;
-    uint64_t seed = 0;
-    double noise = 0.08;
-  };
-  auto c = std::make_shared<CollectArgs>();
+  // ember sim collect: the flags set sim::CollectOptions' fields (the renderer by its name)
   CLI::App* col = simc->add_subcommand("collect", "record successful expert episodes as a LeRobot v3.0 dataset");
+#ifdef EMBER_HAVE_SIM
+  auto c = std::make_shared<sim::CollectOptions>();
+  auto renderer = std::make_shared<std::string>("auto");
   col->add_option("--suite", c->suite, "task suite (ember10, easy; default ember10)");
   col->add_option("--task", c->tasks, "only these tasks of the suite (repeatable)");
   col->add_option("--episodes_per_task", c->episodes_per_task, "successful episodes per task (default 10)");
@@ -138,22 +133,14 @@ void add_sim_commands(CLI::App& app, Action& action) {
   col->add_option("--seed", c->seed, "seed of the initial states and expert noise (default 0)");
   col->add_option("--n_envs", c->n_envs, "environments run in parallel (default 1)");
   col->add_option("--threads", c->threads, "worker threads (default: min(n_envs, cores))");
-  col->add_option("--renderer", c->renderer, "egl, osmesa or auto (default auto: EGL on a GPU, else OSMesa)");
+  col->add_option("--renderer", *renderer, "egl, osmesa or auto (default auto: EGL on a GPU, else OSMesa)");
   col->add_option("--camera_dtype", c->camera_dtype, "video or image (default: video when built with FFmpeg)");
   col->add_option("--noise", c->noise, "expert action noise std (default 0.08)");
-  col->callback([c, &action] {
-    action = [c]() -> int {
-#ifdef EMBER_HAVE_SIM
-      sim::CollectOptions o;
-      o.suite = c->suite, o.tasks = c->tasks, o.episodes_per_task = c->episodes_per_task;
-      o.output_dir = c->output_dir, o.image_size = c->image_size, o.seed = c->seed, o.n_envs = c->n_envs;
-      o.threads = c->threads, o.camera_dtype = c->camera_dtype, o.noise = c->noise;
-      return run_collect(o, c->renderer);
+  col->callback([c, renderer, &action] { action = [c, renderer] { return run_collect(*c, *renderer); }; });
 #else
-      no_sim();
+  col->allow_extras();
+  col->callback([&action] { action = []() -> int { no_sim(); }; });
 #endif
-    };
-  });
 
   // ember sim view
   struct ViewArgs {

@@ -92,7 +92,7 @@ TEST_P(PolicyTypes, TrainResumePredictEvalRl) {
 
   // RL from the checkpoint: one sync step, then resumed for a second
   auto c = exact_tiny_run(dir.path() + "/rl");
-  c.preset.clear();
+  c.policy.preset.clear();
   c.checkpoint = resumed.last_checkpoint;
   c.image_size = 32;
   c.groups_per_step = 2;
@@ -115,7 +115,7 @@ TEST_P(PolicyTypes, FreshPolicyRunsRl) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("policy_types_fresh_" + GetParam());
   auto c = exact_tiny_run(dir.path());
-  c.policy_type = GetParam();
+  c.policy.type = GetParam();
   c.groups_per_step = 2;
   c.group_size = 2;
   c.iterations = 1;

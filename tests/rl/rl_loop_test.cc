@@ -167,7 +167,7 @@ TEST(RlLoop, CamerasRenderedAtAnotherSizeAreResized) {
   EXPECT_EQ(own.ret, again.ret);  // the comparison below is not noise
   EXPECT_NE(own.ret, wide.ret);
   auto saved = nlohmann::json::parse(std::ifstream(dir.path() + "/wide/rl_config.json"));
-  EXPECT_EQ(saved.at("camera_size"), 40);
+  EXPECT_EQ(saved.at("rl").at("camera_size"), 40);
 }
 
 std::vector<nlohmann::json> eval_lines(const std::string& out) {
@@ -188,8 +188,8 @@ TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
   c.iterations = 3;
   c.save_freq = 3;
   c.eval_freq = 2;
-  c.eval_trials = 2;
-  c.eval_n_envs = 3;
+  c.eval.trials = 2;
+  c.eval.n_envs = 3;
   const auto r = run_rl(c);
   auto lines = eval_lines(c.output_dir);
   ASSERT_EQ(lines.size(), 3u);
@@ -246,8 +246,8 @@ TEST(RlLoop, StopSignalEndsTheRunAfterItsStepEvaluatedAndSaved) {
   c.groups_per_step = 2;
   c.iterations = 10;
   c.eval_freq = 100;
-  c.eval_trials = 1;
-  c.eval_n_envs = 2;
+  c.eval.trials = 1;
+  c.eval.n_envs = 2;
   const auto r = run_rl(c, [](const IterationStats& it) {
     if (it.step == 1) request_stop(SIGINT);
   });
@@ -354,7 +354,7 @@ TEST(RlLoop, ExpertOnlyLeavesThePrefixAsItWas) {
   auto c = one_step_run(dir.path() + "/start");
   const auto start = run_rl(c);  // a trained start, saved as a checkpoint
   ASSERT_FALSE(start.last_checkpoint.empty());
-  c.preset.clear();
+  c.policy.preset.clear();
   c.checkpoint = start.last_checkpoint;
   c.train = "expert";
   c.output_dir = dir.path() + "/expert";

@@ -25,9 +25,9 @@ inline bool have_renderer() {
 // towards the button), so a policy that starts at chance has a signal from the first group.
 inline RlConfig tiny_run(const std::string& out) {
   RlConfig c;
-  c.preset = "tiny";
-  c.horizon = 8;
-  c.num_steps = 3;
+  c.policy.preset = "tiny";
+  c.policy.horizon = 8;
+  c.policy.num_steps = 3;
   c.image_size = 16;
   c.output_dir = out;
   c.suite = "easy";
@@ -44,7 +44,7 @@ inline RlConfig tiny_run(const std::string& out) {
   c.noise_std = 0.3;
   c.denoise_steps = 0;  // the fresh policy's 3
   c.shaping = 10;
-  c.lr = 3e-3;
+  c.optimizer.lr = 3e-3;
   return c;
 }
 

@@ -607,7 +607,7 @@ TEST(RlConfig, BadFlagsAreNamed) {
   RlConfig c;
   c.output_dir = "/tmp/x";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--checkpoint"), std::string::npos);
-  c.preset = "tiny";
+  c.policy.preset = "tiny";
   c.mode = "lockstep";
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.mode"), std::string::npos);
   c.mode = "sync";
@@ -639,11 +639,12 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
-           {"--rl.weight_decay", [](RlConfig& x) { x.weight_decay = -1; }},
+           {"--optimizer.weight_decay", [](RlConfig& x) { x.optimizer.weight_decay = -1; }},
            {"--rl.lr_warmup", [](RlConfig& x) { x.lr_warmup = -1; }},
            // every number finite and within what a run could use (issue 42's hostile values)
-           {"--rl.lr", [](RlConfig& x) { x.lr = std::numeric_limits<double>::infinity(); }},
-           {"--rl.lr", [](RlConfig& x) { x.lr = 1e308; }},
+           {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = std::numeric_limits<double>::infinity(); }},
+           {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = 1e308; }},
+           {"--optimizer.betas", [](RlConfig& x) { x.optimizer.betas = {0.9, 1.0}; }},
            {"--rl.value_lr", [](RlConfig& x) { x.value_lr = std::nan(""); }},
            {"--rl.noise_std", [](RlConfig& x) { x.noise_std = std::numeric_limits<double>::infinity(); }},
            {"--rl.iterations", [](RlConfig& x) { x.iterations = std::numeric_limits<int64_t>::max(); }},
@@ -653,9 +654,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.micro_batch", [](RlConfig& x) { x.micro_batch = 1000000000; }},
            {"--rl.shaping", [](RlConfig& x) { x.shaping = std::nan(""); }},
            {"--rl.batch_timeout_ms", [](RlConfig& x) { x.batch_timeout_ms = std::numeric_limits<double>::infinity(); }},
-           {"--dist.timeout_s", [](RlConfig& x) { x.dist_timeout_s = std::nan(""); }},
-           {"--eval.trials", [](RlConfig& x) { x.eval_trials = std::numeric_limits<int64_t>::max(); }},
-           {"--policy.horizon", [](RlConfig& x) { x.horizon = 1000000; }}}) {
+           {"--dist.timeout_s", [](RlConfig& x) { x.dist.timeout_s = std::nan(""); }},
+           {"--eval.trials", [](RlConfig& x) { x.eval.trials = std::numeric_limits<int64_t>::max(); }},
+           {"--policy.horizon", [](RlConfig& x) { x.policy.horizon = 1000000; }}}) {
     RlConfig bad = c;
     set(bad);
     EXPECT_NE(test::error_of([&] { validate(bad); }, ErrorKind::kInvalidArgument).find(flag), std::string::npos) << flag;
@@ -666,9 +667,9 @@ TEST(RlConfig, BadFlagsAreNamed) {
   c.camera_size = 4;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--rl.camera_size"), std::string::npos);
   c.camera_size = 128;
-  c.eval_trials = 0;
+  c.eval.trials = 0;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--eval.trials"), std::string::npos);
-  c.eval_trials = 10;
+  c.eval.trials = 10;
   c.eval_freq = -1;
   EXPECT_NE(test::error_of([&] { validate(c); }, ErrorKind::kInvalidArgument).find("--eval_freq"), std::string::npos);
   c.eval_freq = 5;
@@ -677,6 +678,54 @@ TEST(RlConfig, BadFlagsAreNamed) {
   EXPECT_EQ(to_json(back), to_json(c));
   EXPECT_NE(test::error_of([&] { rl_config_from_json({{"rl_mode", 1}}, "f.json"); }, ErrorKind::kInvalidArgument).find("rl_mode"),
             std::string::npos);
+}
+
+// `ember rl`'s flags come from the one schema: names, types, choices, repeats, --help, the JSON
+// sections, and the optimizer's renamed flags named with their new names.
+TEST(RlConfig, FlagsParseThroughTheSchema) {
+  auto c = parse_rl_flags({"--policy.preset=tiny", "--output_dir", "/tmp/rl_flags", "--task", "reach_red", "--task=push_cube",
+                           "--resume", "--rl.mode=sync", "--optimizer.lr", "3e-5", "--optimizer.betas=[0.8,0.9]", "--eval.trials=7",
+                           "--dist.timeout_s=30"});
+  EXPECT_EQ(c.policy.preset, "tiny");
+  EXPECT_EQ(c.tasks, (std::vector<std::string>{"reach_red", "push_cube"}));
+  EXPECT_TRUE(c.resume);
+  EXPECT_EQ(c.mode, "sync");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-5);
+  EXPECT_DOUBLE_EQ(c.optimizer.betas[0], 0.8);
+  EXPECT_EQ(c.eval.trials, 7);
+  EXPECT_DOUBLE_EQ(c.dist.timeout_s, 30);
+  EXPECT_DOUBLE_EQ(RlConfig{}.optimizer.weight_decay, 0.01);  // πRL's, not ember train's default
+  auto j = to_json(c);
+  EXPECT_EQ(j.at("rl").at("mode"), "sync");
+  EXPECT_EQ(j.at("optimizer").at("lr"), 3e-5);
+  EXPECT_EQ(to_json(rl_config_from_json(j, "rl_config.json")), j);
+  auto error = [](std::vector<std::string> args) {
+    args.insert(args.end(), {"--policy.preset=tiny", "--output_dir=/tmp/rl_flags"});
+    return test::error_of([&] { parse_rl_flags(args); }, ErrorKind::kInvalidArgument);
+  };
+  EXPECT_NE(error({"--rl.lr=1e-4"}).find("now --optimizer.lr"), std::string::npos);
+  EXPECT_NE(error({"--rl.epoch=2"}).find("did you mean --rl.epochs?"), std::string::npos);
+  EXPECT_NE(error({"--rl.epochs=two"}).find("--rl.epochs: expected an integer, got 'two'"), std::string::npos);
+  EXPECT_NE(error({"--rl.algo=a2c"}).find("expected one of grpo|ppo"), std::string::npos);
+  EXPECT_NE(error({"--rl.epochs=0"}).find("--rl.epochs"), std::string::npos);  // validated
+  EXPECT_NE(error({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
+  const std::string help = rl_flags_help();
+  EXPECT_NE(help.find("  --optimizer.lr FLOAT (default 0.0001)  "), std::string::npos) << help;
+  EXPECT_NE(help.find("  --rl.mode async|sync (default async)  "), std::string::npos) << help;
+}
+
+// A resumed run compares its sampler with the saved config's, in today's sections or in the
+// flat files written before the schema.
+TEST(RlConfig, SavedFieldsReadBothLayouts) {
+  RlConfig c;
+  c.noise_method = "every_step";
+  const auto now = nlohmann::json(to_json(c));
+  ASSERT_NE(saved_rl_field(now, "rl.noise_method"), nullptr);
+  EXPECT_EQ(*saved_rl_field(now, "rl.noise_method"), "every_step");
+  const nlohmann::json flat{{"noise_method", "sde"}, {"denoise_steps", 4}, {"lr", 1e-4}};
+  EXPECT_EQ(*saved_rl_field(flat, "rl.noise_method"), "sde");
+  EXPECT_EQ(*saved_rl_field(flat, "rl.denoise_steps"), 4);
+  EXPECT_EQ(saved_rl_field(flat, "rl.train"), nullptr);  // before the flag
 }
 
 }  // namespace

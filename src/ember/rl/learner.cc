@@ -29,8 +29,7 @@ Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_pt
   if (!options_.train_prefix)
     for (const auto& p : policy->named_parameters())
       if (policy->is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
-  // πRL's AdamW: betas (0.9, 0.95)
-  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = options_.weight_decay, .betas = {0.9, 0.95}, .eps = 1e-8});
+  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = options_.weight_decay, .betas = options_.betas, .eps = options_.eps});
   // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
   step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();

@@ -18,6 +18,7 @@
 // the prefix features the log-probability pass computes anyway.
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "ember/rl/flow_noise.h"
@@ -41,6 +42,8 @@ struct LearnerOptions {
   // high success rate most groups all succeed and carry no signal; πRL keeps [0.1, 0.9])
   double filter_low = 0.0, filter_high = 1.0;
   double weight_decay = 0.0;  // the policy's AdamW
+  std::array<double, 2> betas = {0.9, 0.95};  // πRL's
+  double eps = 1e-8;
 };
 
 struct StepStats {

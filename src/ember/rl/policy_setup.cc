@@ -16,7 +16,7 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   std::vector<std::string> texts;
   for (const auto* t : tasks) texts.push_back(model::pi05_prompt_text(t->instruction, state));
   model::TokenizerTrainOptions to;
-  to.vocab_size = c.preset == "tiny" ? 512 : 2048;
+  to.vocab_size = c.policy.preset == "tiny" ? 512 : 2048;
   b.tokenizer = std::make_unique<model::Tokenizer>(model::train_tokenizer(texts, to));
   b.spec.cameras = {sim::kAgentviewKey, sim::kWristKey};
   b.spec.state_key = sim::kStateKey;
@@ -27,14 +27,14 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   b.spec.modes[sim::kStateKey] = data::NormMode::kIdentity;
   b.spec.modes[sim::kActionKey] = data::NormMode::kIdentity;
   model::ShapeOptions o;
-  o.preset = c.preset;
-  o.horizon = int(c.horizon);
-  o.flow_steps = int(c.num_steps);
+  o.preset = c.policy.preset;
+  o.horizon = int(c.policy.horizon);
+  o.flow_steps = int(c.policy.num_steps);
   o.max_action_dim = sim::kActionDim;
   o.image_size = int(c.image_size);
   o.vocab = b.tokenizer->vocab_size();
-  const auto& type = model::policy_type(c.policy_type);
-  model::check_preset(type, c.preset, "--policy.preset");
+  const auto& type = model::policy_type(c.policy.type);
+  model::check_preset(type, c.policy.preset, "--policy.preset");
   b.arch = type.from_preset(o);
   if (auto fitted = b.arch->fit_features(b.spec, "ember's simulator", false)) b.arch = fitted;
   b.shape = b.arch->base();

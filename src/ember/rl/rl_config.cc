@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "ember/core/config_fields.h"
 #include "ember/core/error.h"
+#include "ember/model/policy_catalog.h"
 
 namespace ember::rl {
 
@@ -15,10 +17,101 @@ void require(bool ok, const std::string& flag, const std::string& what) {
 constexpr int64_t kMaxCount = 1000000000;
 }  // namespace
 
+namespace {
+
+using config::Choices;
+using config::Help;
+
+Help policy_type_help() {
+  static const std::string help = "fresh policy: its registered type (" + model::policy_type_names() + ")";
+  return help.c_str();
+}
+
+// Every flag once: its name (the JSON path too), the field, a string's choices, --help's line.
+struct RlFields {
+  template <class C, class V>
+  void operator()(C& c, V&& v) const;
+};
+template <class C, class V>
+void RlFields::operator()(C& c, V&& v) const {
+  v("checkpoint", c.checkpoint, Choices{}, "starting policy: an `ember train` checkpoint or output directory");
+  v("policy.preset", c.policy.preset, Choices{}, "or a fresh policy of this preset (tiny | small | ...: the type's presets)");
+  v("policy.type", c.policy.type, Choices{}, policy_type_help());
+  v("policy.horizon", c.policy.horizon, Choices{}, "fresh policy: chunk length");
+  v("policy.num_steps", c.policy.num_steps, Choices{}, "fresh policy: denoising steps");
+  v("policy.image_size", c.image_size, Choices{}, "fresh policy: camera size");
+  v("output_dir", c.output_dir, Choices{}, "metrics.jsonl, rl_config.json, checkpoints/ (required)");
+  v("suite", c.suite, Choices{}, "ember10 | easy");
+  v("task", c.tasks, Choices{}, "only these tasks of the suite (repeatable; none: the whole suite)");
+  v("device", c.device, Choices{}, "auto | cuda | cpu: where the learner runs (auto: CUDA when available)");
+  v("renderer", c.renderer, Choices{"auto", "egl", "osmesa", "none"}, "the cameras' renderer (auto: EGL on a GPU, else OSMesa)");
+  v("seed", c.seed, Choices{}, "seed of the run (initial states, noise, fresh weights)");
+  v("resume", c.resume, Choices{}, "continue from <output_dir>/checkpoints/latest");
+  v("save_freq", c.save_freq, Choices{}, "a checkpoint every N steps (0: at the end only)");
+  v("eval_freq", c.eval_freq, Choices{},
+    "closed-loop evaluation of the learner's policy on the suite's evaluation states at the start, every N steps and at the end: eval.jsonl (0: never)");
+  v("eval.trials", c.eval.trials, Choices{}, "episodes per task of each evaluation");
+  v("eval.n_envs", c.eval.n_envs, Choices{}, "environments stepped at once in an evaluation");
+  v("rl.mode", c.mode, Choices{"async", "sync"}, "async: the next step's episodes run while the learner works; sync: collect, then learn");
+  v("rl.algo", c.algo, Choices{"grpo", "ppo"}, "grpo: group-relative, value-free; ppo: GAE and a value head");
+  v("rl.iterations", c.iterations, Choices{}, "optimizer steps");
+  v("rl.groups_per_step", c.groups_per_step, Choices{}, "groups per optimizer step");
+  v("rl.group_size", c.group_size, Choices{}, "episodes per group, from the same initial state");
+  v("rl.env_workers", c.env_workers, Choices{}, "environment worker threads");
+  v("rl.envs_per_worker", c.envs_per_worker, Choices{}, "environments per worker");
+  v("rl.render_layout", c.render_layout, Choices{"auto", "thread", "process"},
+    "auto: a render process per worker with EGL, threads with OSMesa");
+  v("rl.max_batch", c.max_batch, Choices{}, "rollout batch: run at this many requests ...");
+  v("rl.batch_timeout_ms", c.batch_timeout_ms, Choices{}, "... or when the oldest waited this long");
+  v("rl.rollout_stream", c.rollout_stream, Choices{}, "CUDA: the rollout on a stream of its own");
+  v("rl.cuda_graphs", c.cuda_graphs, Choices{}, "CUDA: the rollout's sampling replayed as one CUDA graph per batch shape");
+  v("rl.replan_steps", c.replan_steps, Choices{}, "chunk steps executed per policy call");
+  v("rl.camera_size", c.camera_size, Choices{},
+    "cameras rendered at N px and resized by the policy, as `ember eval --image_size` (0: the policy's size)");
+  v("rl.max_episode_steps", c.max_episode_steps, Choices{}, "cut episodes at N steps (0: the task's limit)");
+  v("rl.noise_method", c.noise_method, Choices{"sde", "every_step"},
+    "sde: πRL's Flow-SDE, noise in one denoising step per chunk; every_step: a fixed std on every step");
+  v("rl.noise_level", c.noise_level, Choices{}, "sde: the noise level a, sigma_t = a sqrt(t / (1 - t))");
+  v("rl.noise_std", c.noise_std, Choices{}, "every_step: the noise std per denoising step");
+  v("rl.denoise_steps", c.denoise_steps, Choices{},
+    "denoising steps of the rollout and the learner; the policy is rebuilt with them (0: the policy's own)");
+  v("rl.logprob_rows", c.logprob_rows, Choices{"executed", "chunk"},
+    "the log-probability over the replan_steps rows the environment runs, or over all the chunk's rows");
+  v("rl.filter_low", c.filter_low, Choices{}, "GRPO: leave out groups whose mean success is below this");
+  v("rl.filter_high", c.filter_high, Choices{}, "GRPO: leave out groups whose mean success is above this");
+  v("rl.shaping", c.shaping, Choices{}, "return = success + shaping x progress in metres");
+  v("rl.clip", c.clip, Choices{}, "PPO ratio clip");
+  v("rl.max_staleness", c.max_staleness, Choices{}, "async: drop groups sampled more than K versions ago");
+  v("optimizer.lr", c.optimizer.lr, Choices{}, "the policy's AdamW learning rate");
+  v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{}, "the policy's AdamW weight decay (πRL's)");
+  v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{}, "clip the global gradient norm to this");
+  v("optimizer.betas", c.optimizer.betas, Choices{}, "AdamW's two betas (πRL's)");
+  v("optimizer.eps", c.optimizer.eps, Choices{}, "AdamW epsilon");
+  v("rl.lr_warmup", c.lr_warmup, Choices{}, "steps over which the learning rate rises linearly to --optimizer.lr (0: none)");
+  v("rl.micro_batch", c.micro_batch, Choices{}, "chunks per learner micro-batch");
+  v("rl.kl_every", c.kl_every, Choices{}, "measure the KL to the start policy on every N-th micro-batch");
+  v("rl.epochs", c.epochs, Choices{},
+    "passes over each step's groups, each ending in an optimizer step; passes after the first learn from ratios away from 1, which the clip bounds (PPO's epochs)");
+  v("rl.target_kl", c.target_kl, Choices{},
+    "> 0: a pass after the first whose KL from the sampling policy (per term) exceeds this is dropped without an optimizer step, and the step's passes end (PPO's early stop; 0: off)");
+  v("rl.train", c.train, Choices{"all", "expert"},
+    "all: the whole policy; expert: the action expert only (the vision tower, embedding and language model frozen)");
+  v("rl.gamma", c.gamma, Choices{}, "PPO: discount per chunk");
+  v("rl.gae_lambda", c.gae_lambda, Choices{}, "PPO: GAE lambda");
+  v("rl.value_lr", c.value_lr, Choices{}, "PPO: the value head's learning rate");
+  v("rl.placement", c.placement, Choices{"shared", "split"},
+    "shared: the rollout on the learner's GPU; split: a GPU each (2 per process or rank)");
+  v("rl.cpu_threads", c.cpu_threads, Choices{}, "CPU: intra-op threads of the learner and the rollout (0: cores - env workers)");
+  v("dist.timeout_s", c.dist.timeout_s, Choices{}, "ember launch: a collective waiting longer fails the run");
+}
+
+}  // namespace
+
 void validate(const RlConfig& c) {
-  require(!c.checkpoint.empty() || !c.preset.empty(), "checkpoint", "missing (or --policy.preset for a fresh policy)");
-  require(c.checkpoint.empty() || c.preset.empty(), "policy.preset", "not with --checkpoint");
+  require(!c.checkpoint.empty() || !c.policy.preset.empty(), "checkpoint", "missing (or --policy.preset for a fresh policy)");
+  require(c.checkpoint.empty() || c.policy.preset.empty(), "policy.preset", "not with --checkpoint");
   require(!c.output_dir.empty(), "output_dir", "missing");
+  config::check_choices(RlFields{}, c);
   require(c.mode == "sync" || c.mode == "async", "rl.mode", "expected sync or async, got '" + c.mode + "'");
   require(c.algo == "grpo" || c.algo == "ppo", "rl.algo", "expected grpo or ppo, got '" + c.algo + "'");
   require(c.gamma > 0 && c.gamma <= 1, "rl.gamma", "must be in (0, 1]");
@@ -43,13 +136,15 @@ void validate(const RlConfig& c) {
   require(c.logprob_rows == "executed" || c.logprob_rows == "chunk", "rl.logprob_rows", "expected executed or chunk, got '" + c.logprob_rows + "'");
   require(c.filter_low >= 0 && c.filter_low <= c.filter_high && c.filter_high <= 1, "rl.filter_low/rl.filter_high",
           "must satisfy 0 <= filter_low <= filter_high <= 1");
-  require(c.weight_decay >= 0 && c.weight_decay < 1, "rl.weight_decay", "must be in [0, 1)");
+  require(c.optimizer.weight_decay >= 0 && c.optimizer.weight_decay < 1, "optimizer.weight_decay", "must be in [0, 1)");
   require(c.shaping >= 0 && c.shaping <= 1e6, "rl.shaping", "must be in [0, 1e6]");
   require(c.clip > 0 && c.clip < 1, "rl.clip", "must be in (0, 1)");
   require(c.max_staleness >= 0 && c.max_staleness <= kMaxCount, "rl.max_staleness", "must be in 0..1000000000");
-  require(c.lr > 0 && c.lr <= 1, "rl.lr", "must be in (0, 1]");
+  require(c.optimizer.lr > 0 && c.optimizer.lr <= 1, "optimizer.lr", "must be in (0, 1]");
+  for (double b : c.optimizer.betas) require(b >= 0 && b < 1, "optimizer.betas", "values in [0, 1)");
+  require(c.optimizer.eps > 0 && c.optimizer.eps <= 1, "optimizer.eps", "must be in (0, 1]");
   require(c.lr_warmup >= 0 && c.lr_warmup <= kMaxCount, "rl.lr_warmup", "must be in 0..1000000000");
-  require(c.grad_clip_norm > 0 && c.grad_clip_norm <= 1e6, "rl.grad_clip_norm", "must be in (0, 1e6]");
+  require(c.optimizer.grad_clip_norm > 0 && c.optimizer.grad_clip_norm <= 1e6, "optimizer.grad_clip_norm", "must be in (0, 1e6]");
   require(c.micro_batch > 0 && c.micro_batch <= 65536, "rl.micro_batch", "must be in 1..65536");
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
@@ -57,49 +152,51 @@ void validate(const RlConfig& c) {
   require(c.train == "all" || c.train == "expert", "rl.train", "expected all or expert, got '" + c.train + "'");
   require(c.save_freq >= 0 && c.save_freq <= kMaxCount, "save_freq", "must be in 0..1000000000");
   require(c.eval_freq >= 0 && c.eval_freq <= kMaxCount, "eval_freq", "must be in 0..1000000000");
-  require(c.eval_trials >= 1 && c.eval_trials <= 1000000, "eval.trials", "must be in 1..1000000");
-  require(c.eval_n_envs >= 1 && c.eval_n_envs <= 1024, "eval.n_envs", "must be in 1..1024");
+  require(c.eval.trials >= 1 && c.eval.trials <= 1000000, "eval.trials", "must be in 1..1000000");
+  require(c.eval.n_envs >= 1 && c.eval.n_envs <= 1024, "eval.n_envs", "must be in 1..1024");
   require(c.placement == "shared" || c.placement == "split", "rl.placement", "expected shared or split, got '" + c.placement + "'");
   require(c.cpu_threads >= 0 && c.cpu_threads <= 1024, "rl.cpu_threads", "must be in 0..1024 (0: cores - env workers)");
-  require(c.dist_timeout_s > 0 && c.dist_timeout_s <= 1e6, "dist.timeout_s", "must be in (0, 1e6]");
-  require(c.horizon > 0 && c.horizon <= 1000, "policy.horizon", "must be in 1..1000");
-  require(c.num_steps > 0 && c.num_steps <= 1000, "policy.num_steps", "must be in 1..1000");
+  require(c.dist.timeout_s > 0 && c.dist.timeout_s <= 1e6, "dist.timeout_s", "must be in (0, 1e6]");
+  require(c.policy.horizon > 0 && c.policy.horizon <= 1000, "policy.horizon", "must be in 1..1000");
+  require(c.policy.num_steps > 0 && c.policy.num_steps <= 1000, "policy.num_steps", "must be in 1..1000");
   require(c.image_size > 0 && c.image_size <= 2048, "policy.image_size", "must be in 1..2048");
 }
 
-#define EMBER_RL_FIELDS(X)                                                                                     \
-  X(checkpoint) X(preset) X(policy_type) X(horizon) X(num_steps) X(image_size) X(output_dir) X(suite) X(tasks) X(device)     \
-  X(renderer) X(seed) X(mode) X(iterations) X(groups_per_step) X(group_size) X(env_workers) X(envs_per_worker) \
-  X(max_batch) X(batch_timeout_ms) X(replan_steps) X(max_episode_steps) X(noise_std) X(shaping) X(clip)       \
-  X(max_staleness) X(lr) X(grad_clip_norm) X(micro_batch) X(save_freq) X(algo) X(gamma) X(gae_lambda) X(value_lr)   \
-  X(render_layout) X(kl_every) X(epochs) X(target_kl) X(rollout_stream) X(cuda_graphs) X(dist_timeout_s) X(cpu_threads) X(placement) \
-  X(camera_size) X(train) X(eval_freq) X(eval_trials) X(eval_n_envs) X(noise_method) X(noise_level) X(denoise_steps) \
-  X(logprob_rows) X(filter_low) X(filter_high) X(weight_decay) X(lr_warmup)
 
-nlohmann::ordered_json to_json(const RlConfig& c) {
-  nlohmann::ordered_json j;
-#define X(f) j[#f] = c.f;
-  EMBER_RL_FIELDS(X)
-#undef X
-  return j;
+RlConfig parse_rl_flags(const std::vector<std::string>& args) {
+  const auto flags = config::split_flags<RlConfig>(RlFields{}, args);
+  // the optimizer's flags took `ember train`'s names (2026-12-04)
+  for (const auto& f : flags)
+    for (const char* renamed : {"lr", "weight_decay", "grad_clip_norm"})
+      if (f.name == std::string("rl.") + renamed)
+        config::bad("--" + f.name + ": now --optimizer." + renamed + ", as `ember train` names it");
+  RlConfig c;
+  config::apply_flags(RlFields{}, c, flags);
+  validate(c);
+  return c;
 }
 
+std::string rl_flags_help() {
+  return config::flags_help<RlConfig>(RlFields{}, [](const std::string&) { return std::string(); });
+}
+
+nlohmann::ordered_json to_json(const RlConfig& c) { return config::to_json(RlFields{}, c); }
+
 RlConfig rl_config_from_json(const nlohmann::json& j, const std::string& what) {
-  RlConfig c;
-  if (!j.is_object()) throw Error(ErrorKind::kInvalidArgument, what + ": not a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    try {
-#define X(f)                                                 \
-  if (it.key() == #f) known = true, it.value().get_to(c.f);
-      EMBER_RL_FIELDS(X)
-#undef X
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(ErrorKind::kInvalidArgument, what + ": \"" + it.key() + "\": " + e.what());
+  return config::from_json<RlConfig>(RlFields{}, j, what);
+}
+
+const nlohmann::json* saved_rl_field(const nlohmann::json& j, const std::string& flag) {
+  const nlohmann::json* at = &j;
+  for (const std::string& part : config::split_path(flag)) {
+    if (!at->is_object() || !at->contains(part)) {
+      // a file from before the schema: every field flat under its member's name
+      const std::string leaf = flag.substr(flag.rfind('.') + 1);
+      return j.is_object() && j.contains(leaf) && !j.at(leaf).is_object() ? &j.at(leaf) : nullptr;
     }
-    if (!known) throw Error(ErrorKind::kInvalidArgument, what + ": unknown key \"" + it.key() + "\"");
+    at = &(*at)[part];
   }
-  return c;
+  return at;
 }
 
 }  // namespace ember::rl

@@ -9,15 +9,29 @@
 #include <string>
 #include <vector>
 
+#include "ember/train/train_config.h"
+
 namespace ember::rl {
+
+// Flags and rl_config.json come from one schema (rl_config.cc, core/config_fields.h): the flag
+// --rl.mode is the field `mode`, written {"rl": {"mode": ...}}; the sections train's config has
+// (policy, optimizer, dist) are its structs.
+// a fresh policy's defaults: no preset (--checkpoint is the usual start), chunks of 10, 5 steps
+inline train::PolicyConfig fresh_policy_defaults() {
+  train::PolicyConfig p;
+  p.preset.clear();
+  p.horizon = 10;
+  p.num_steps = 5;
+  return p;
+}
 
 struct RlConfig {
   std::string checkpoint;         // --checkpoint: the starting policy (ember train's output)
-  std::string preset;             // --policy.preset: a fresh policy instead (one of the type's presets)
-  std::string policy_type = "pi05";  // --policy.type of a fresh policy (model/policy_type.h)
-  int64_t horizon = 10;           // fresh policy: chunk length
-  int64_t num_steps = 5;          // fresh policy: denoising steps
-  int64_t image_size = 32;        // fresh policy: camera size
+  // a fresh policy instead: --policy.preset (one of the type's presets), --policy.type,
+  // --policy.horizon (chunk length), --policy.num_steps (denoising steps); the other fields of
+  // train's policy section keep their defaults
+  train::PolicyConfig policy = fresh_policy_defaults();
+  int64_t image_size = 32;        // --policy.image_size: a fresh policy's camera size
   std::string output_dir;
   std::string suite = "easy";
   std::vector<std::string> tasks;  // empty: the whole suite
@@ -57,16 +71,15 @@ struct RlConfig {
   // [0.1, 0.9]; with success as the return, groups of 10 or fewer episodes at 0 or 1 are flat
   // anyway, so the filter matters only with shaping: off by default)
   double filter_low = 0, filter_high = 1;
-  double weight_decay = 0.01;     // the policy's AdamW weight decay (πRL's)
   double shaping = 0;             // return = success + shaping * (progress in metres)
   double clip = 0.2;              // PPO ratio clip
   int64_t max_staleness = 1;      // async: drop groups sampled more than this many versions ago
-  double lr = 1e-4;
+  // the policy's AdamW (πRL's betas and weight decay); value_lr is the value head's
+  train::OptimizerConfig optimizer{.lr = 1e-4, .weight_decay = 0.01, .grad_clip_norm = 1.0, .betas = {0.9, 0.95}, .eps = 1e-8};
   // the policy's learning rate rises linearly over the first lr_warmup steps (lr (k + 1) /
   // lr_warmup at step k; 0: none): AdamW's first steps move every weight by about lr whatever
   // the gradient's size (step 1's clip fraction was 10x the later steps')
   int64_t lr_warmup = 0;
-  double grad_clip_norm = 1.0;
   int64_t micro_batch = 16;       // chunks per learner micro-batch
   int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch
   int64_t epochs = 1;             // passes over each step's groups, an optimizer step each (PPO's epochs)
@@ -79,8 +92,10 @@ struct RlConfig {
   // --eval_freq N: the learner's policy in closed loop on the suite's evaluation states (as
   // `ember eval`) at the start, every N steps and at the end; eval.jsonl (0: never)
   int64_t eval_freq = 0;
-  int64_t eval_trials = 50;       // episodes per task of each evaluation
-  int64_t eval_n_envs = 50;       // environments stepped at once in an evaluation
+  struct Eval {
+    int64_t trials = 50;          // episodes per task of each evaluation
+    int64_t n_envs = 50;          // environments stepped at once in an evaluation
+  } eval;
   double gamma = 0.99;            // PPO: discount per chunk
   double gae_lambda = 0.95;       // PPO: GAE's lambda
   double value_lr = 1e-3;         // PPO: the value head's AdamW learning rate
@@ -91,14 +106,24 @@ struct RlConfig {
   // process, or each rank of `ember launch`, uses two GPUs; rl_loop.cc rollout_device_of).
   std::string placement = "shared";
   int64_t cpu_threads = 0;  // CPU: intra-op threads of the learner and the rollout (0: cores - env_workers)
-  double dist_timeout_s = 600;  // a data-parallel job (ember launch): a collective waiting longer fails
+  train::DistConfig dist;  // a data-parallel job (ember launch): --dist.timeout_s (the others: defaults)
 };
 
 // Refuses (Error kInvalidArgument naming the flag) a config that cannot run.
 void validate(const RlConfig& config);
 
+// `ember rl`'s flags (--name=value or --name value; --task repeats), validated. Throws
+// kInvalidArgument naming the flag (an unknown one with the nearest known name).
+RlConfig parse_rl_flags(const std::vector<std::string>& args);
+// --help's list: every flag with its type, default and description, a line each.
+std::string rl_flags_help();
+
+// Every field, nested by section: {"checkpoint": ..., "policy": {...}, "rl": {...}, ...}.
 nlohmann::ordered_json to_json(const RlConfig& config);
 // The fields present in j over the defaults; throws kInvalidArgument naming `what` and the key.
 RlConfig rl_config_from_json(const nlohmann::json& j, const std::string& what);
+// A field of an rl_config.json by its flag's name ("rl.noise_method"), where the file has it;
+// files written before the schema kept every field flat ({"noise_method": ...}).
+const nlohmann::json* saved_rl_field(const nlohmann::json& j, const std::string& flag);
 
 }  // namespace ember::rl

@@ -59,18 +59,26 @@ std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
     if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
     // the optimizer's state is the trained parameters': a run resumes training what it trained
     const auto file = (latest->dir / "rl_config.json").string();
-    const auto saved_json = read_json_file(file);
-    const RlConfig saved = rl_config_from_json(saved_json, file);
-    auto must_keep = [&](const std::string& flag, const std::string& now, const std::string& then) {
-      if (now != then)
-        throw Error(ErrorKind::kInvalidArgument, "--" + flag + "=" + now + ": the run being resumed used '" + then + "' (" + file +
-                                                     "); resume it with --" + flag + "=" + then);
+    const auto saved = read_json_file(file);
+    // the field as the run being resumed had it; `before`: its value in files from before the flag
+    auto then = [&](const std::string& flag, const std::string& before) {
+      const nlohmann::json* v = saved_rl_field(saved, flag);
+      if (!v) return before;
+      if (v->is_string()) return v->get<std::string>();
+      if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
+      throw Error(ErrorKind::kCorruption, file + ": \"" + flag + "\" is " + v->dump());
     };
-    must_keep("rl.train", c.train, saved.train);  // "all" where it predates the flag
+    auto must_keep = [&](const std::string& flag, const std::string& now, const std::string& before) {
+      const std::string was = then(flag, before);
+      if (now != was)
+        throw Error(ErrorKind::kInvalidArgument, "--" + flag + "=" + now + ": the run being resumed used '" + was + "' (" + file +
+                                                     "); resume it with --" + flag + "=" + was);
+    };
+    must_keep("rl.train", c.train, "all");  // "all" where it predates the flag
     // the sampler the run optimised: a run from before these flags used a fixed std on the
     // policy's own steps
-    must_keep("rl.noise_method", c.noise_method, saved_json.contains("noise_method") ? saved.noise_method : "every_step");
-    must_keep("rl.denoise_steps", std::to_string(c.denoise_steps), std::to_string(saved_json.contains("denoise_steps") ? saved.denoise_steps : 0));
+    must_keep("rl.noise_method", c.noise_method, "every_step");
+    must_keep("rl.denoise_steps", std::to_string(c.denoise_steps), "0");
     return latest;
   }
   if (!train::list_checkpoints(c.output_dir).empty())
@@ -165,8 +173,8 @@ struct LearnerEvaluation {
     eval::EvalOptions eo;
     eo.suite = c.suite;
     eo.tasks = c.tasks;
-    eo.trials = int(c.eval_trials);
-    eo.n_envs = int(c.eval_n_envs);
+    eo.trials = int(c.eval.trials);
+    eo.n_envs = int(c.eval.n_envs);
     eo.seed = uint64_t(c.seed);
     eo.replan_steps = int(c.replan_steps);
     eo.image_size = image_size;
@@ -181,12 +189,12 @@ struct LearnerEvaluation {
     nlohmann::ordered_json tasks;
     for (const auto& t : r.tasks) tasks[t.name] = double(t.successes) / t.trials;  // trials >= 1 (validate)
     j["tasks"] = tasks;
-    j["trials_per_task"] = c.eval_trials;
+    j["trials_per_task"] = c.eval.trials;
     j["seconds"] = r.seconds;
     log.append(j.dump());
     char line[256];
     std::snprintf(line, sizeof line, "ember rl: evaluation at step %lld (%lld env steps): %.1f %% average success, %zu tasks x %lld trials, %.1f s",
-                  (long long)step, (long long)env_steps, 100.0 * r.average_success, r.tasks.size(), (long long)c.eval_trials, r.seconds);
+                  (long long)step, (long long)env_steps, 100.0 * r.average_success, r.tasks.size(), (long long)c.eval.trials, r.seconds);
     shown.print(line);
   }
 };
@@ -249,10 +257,12 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.noise = flow_noise(c, bundle.spec.action_dim);
   lo.filter_low = c.filter_low;
   lo.filter_high = c.filter_high;
-  lo.weight_decay = c.weight_decay;
+  lo.weight_decay = c.optimizer.weight_decay;
+  lo.betas = c.optimizer.betas;
+  lo.eps = c.optimizer.eps;
   lo.clip = c.clip;
-  lo.lr = c.lr;
-  lo.grad_clip_norm = c.grad_clip_norm;
+  lo.lr = c.optimizer.lr;
+  lo.grad_clip_norm = c.optimizer.grad_clip_norm;
   lo.micro_batch = int(c.micro_batch);
   lo.kl_every = int(c.kl_every);
   lo.train_prefix = c.train == "all";

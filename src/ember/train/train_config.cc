@@ -1,14 +1,9 @@
 #include "ember/train/train_config.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <initializer_list>
-#include <set>
-#include <span>
 
+#include "ember/core/config_fields.h"
 #include "ember/core/error.h"
 #include "ember/core/file.h"
 #include "ember/core/json_file.h"
@@ -19,10 +14,8 @@ namespace ember::train {
 namespace {
 
 using json = nlohmann::json;
-using Choices = std::initializer_list<const char*>;
-
-// A flag's one-line description for --help (train_flags_help).
-using Help = const char*;
+using config::Choices;
+using config::Help;
 
 // --policy.type and --policy.preset have no Choices (the policy registry validates them): their
 // descriptions list the registered types and each type's presets.
@@ -44,10 +37,13 @@ Help policy_preset_help() {
 }
 
 // Every field once: name, reference, (for strings) the allowed values, and a one-line
-// description. All the operations below (to_json, from_json, flags, validation of choices, the
-// list of names, the --help text) walk this.
+// description (core/config_fields.h: to_json, from_json, flags, the choices, --help walk it).
+struct TrainFields {
+  template <class Config, class V>
+  void operator()(Config& c, V&& v) const;
+};
 template <class Config, class V>
-void visit_fields(Config& c, V&& v) {
+void TrainFields::operator()(Config& c, V&& v) const {
   v("dataset.root", c.dataset.root, Choices{}, "LeRobot dataset directory (required)");
   v("dataset.repo_id", c.dataset.repo_id, Choices{}, "recorded in the config; ember reads dataset.root only");
   v("dataset.episodes", c.dataset.episodes, Choices{}, "train on these episode indices only, e.g. [0,1,2]");
@@ -124,209 +120,7 @@ void visit_fields(Config& c, V&& v) {
     "JSON: dataset camera key -> the imported policy's camera (with --policy.path)");
 }
 
-[[noreturn]] void bad(const std::string& message) { fail(ErrorKind::kInvalidArgument, message); }
-
-std::string join(Choices choices) {
-  std::string s;
-  for (const char* c : choices) s += (s.empty() ? "" : "|") + std::string(c);
-  return s;
-}
-
-// --- typed conversion between a field and JSON -------------------------------------------------
-
-template <class T> struct Type;
-template <> struct Type<std::string> {
-  static const char* what() { return "a string"; }
-  static bool ok(const json& j) { return j.is_string(); }
-};
-template <> struct Type<int64_t> {
-  static const char* what() { return "an integer"; }
-  static bool ok(const json& j) { return j.is_number_integer(); }
-};
-template <> struct Type<double> {
-  static const char* what() { return "a number"; }
-  static bool ok(const json& j) { return j.is_number() && std::isfinite(j.get<double>()); }
-};
-template <> struct Type<bool> {
-  static const char* what() { return "true or false"; }
-  static bool ok(const json& j) { return j.is_boolean(); }
-};
-template <> struct Type<std::vector<int64_t>> {
-  static const char* what() { return "a list of integers like [0,1,2]"; }
-  static bool ok(const json& j) {
-    return j.is_array() && std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_number_integer(); });
-  }
-};
-template <> struct Type<std::array<double, 2>> {
-  static const char* what() { return "two numbers like [0.9,0.95]"; }
-  static bool ok(const json& j) {
-    return j.is_array() && j.size() == 2 &&
-           std::all_of(j.begin(), j.end(), [](const json& e) { return e.is_number(); });
-  }
-};
-
-// `where`: "--steps" or "FILE: steps"; `raw`: the flag's text when the value came from a flag.
-template <class T>
-void assign(const json& j, T& field, Choices choices, const std::string& where, const std::string* raw) {
-  const std::string got = raw ? "'" + *raw + "'" : j.dump();
-  if (!Type<T>::ok(j)) bad(where + ": expected " + Type<T>::what() + ", got " + got);
-  field = j.get<T>();
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (choices.size() && std::find(choices.begin(), choices.end(), field) == choices.end()) {
-      bad(where + ": expected one of " + join(choices) + ", got " + got);
-    }
-  }
-}
-template <class T>
-void assign(const json& j, std::optional<T>& field, Choices choices, const std::string& where,
-            const std::string* raw) {
-  if (j.is_null()) {
-    field.reset();
-    return;
-  }
-  T value{};
-  assign(j, value, choices, where, raw);
-  field = std::move(value);
-}
-
-// A flag's text as JSON of the field's type, where it reads as one; else the text as a JSON
-// string (so that assign reports the type mismatch with the text).
-json scalar_from_text(const std::string& s, const std::string*) { return s; }
-json scalar_from_text(const std::string& s, const int64_t*) {
-  int64_t v = 0;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return v;
-  return s;
-}
-json scalar_from_text(const std::string& s, const double*) {
-  if (s.empty()) return s;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() + s.size() && std::isfinite(v)) return v;
-  return s;
-}
-json scalar_from_text(const std::string& s, const bool*) {
-  if (s == "true" || s == "True" || s == "1") return true;
-  if (s == "false" || s == "False" || s == "0") return false;
-  return s;
-}
-
-// "[a,b]" or "a,b" -> an array of elements converted as Elem.
-template <class Elem>
-json list_from_text(std::string s) {
-  if (s.size() >= 2 && s.front() == '[' && s.back() == ']') s = s.substr(1, s.size() - 2);
-  json out = json::array();
-  size_t start = 0;
-  while (start <= s.size() && !s.empty()) {
-    size_t comma = s.find(',', start);
-    std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    part.erase(0, part.find_first_not_of(' '));
-    part.erase(part.find_last_not_of(' ') + 1);
-    json e = scalar_from_text(part, static_cast<const Elem*>(nullptr));
-    if (e.is_string()) return s;  // not a list of Elem: let assign report it
-    out.push_back(e);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-template <class T>
-json from_text(const std::string& s, const T* p) {
-  return scalar_from_text(s, p);
-}
-json from_text(const std::string& s, const std::vector<int64_t>*) { return list_from_text<int64_t>(s); }
-json from_text(const std::string& s, const std::array<double, 2>*) { return list_from_text<double>(s); }
-template <class T>
-json from_text(const std::string& s, const std::optional<T>*) {
-  if (s == "null" || s == "none" || s == "None") return nullptr;
-  return from_text(s, static_cast<const T*>(nullptr));
-}
-
-template <class T>
-bool is_bool_field(const T*) { return std::is_same_v<T, bool>; }
-
-// --- names ---------------------------------------------------------------------------------
-
-std::vector<std::string> split_path(const std::string& name) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t dot; (dot = name.find('.', start)) != std::string::npos; start = dot + 1) {
-    parts.push_back(name.substr(start, dot - start));
-  }
-  parts.push_back(name.substr(start));
-  return parts;
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-[[noreturn]] void unknown_flag(const std::string& name) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const std::string& known : train_flag_names()) {
-    size_t d = edit_distance(name, known);
-    if (d < best_d) best_d = d, best = known;
-  }
-  std::string message = "unknown flag --" + name;
-  if (best_d <= std::max<size_t>(2, name.size() / 2)) {
-    message += " (did you mean --" + best + "?)";
-  } else {
-    // the section's flags, if the section exists
-    const std::string section = name.substr(0, name.find('.') + 1);
-    std::string listed;
-    for (const std::string& known : train_flag_names()) {
-      if (section.size() > 1 && known.starts_with(section)) listed += (listed.empty() ? "" : ", ") + known;
-    }
-    if (!listed.empty()) message += " (known: " + listed + ")";
-  }
-  bad(message);
-}
-
-// Sets the field called `name` from a flag's text; false if there is no such field.
-bool set_from_flag(TrainConfig& c, const std::string& name, const std::string& text) {
-  bool found = false;
-  visit_fields(c, [&](const char* field_name, auto& field, Choices choices, Help) {
-    if (found || name != field_name) return;
-    found = true;
-    using T = std::remove_reference_t<decltype(field)>;
-    assign(from_text(text, static_cast<const T*>(nullptr)), field, choices, "--" + name, &text);
-  });
-  return found;
-}
-
-bool is_bool_flag(const std::string& name) {
-  bool result = false;
-  TrainConfig probe;
-  visit_fields(probe, [&](const char* field_name, auto& field, Choices, Help) {
-    if (name == field_name) result = is_bool_field(&field);
-  });
-  return result;
-}
-
-// Collects the dotted names of every leaf of j (objects are sections).
-void leaf_names(const json& j, const std::string& prefix, std::vector<std::string>& out) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object()) {
-      leaf_names(*it, name, out);
-    } else {
-      out.push_back(name);
-    }
-  }
-}
+using config::bad;
 
 template <class T>
 void require(bool ok, const char* flag, const T& value, const std::string& expected) {
@@ -342,90 +136,25 @@ void require(bool ok, const char* flag, const T& value, const std::string& expec
 }  // namespace
 
 std::vector<std::string> train_flag_names() {
-  std::vector<std::string> names;
-  TrainConfig probe;
-  visit_fields(probe, [&](const char* name, auto&, Choices, Help) { names.emplace_back(name); });
+  auto names = config::field_names<TrainConfig>(TrainFields{});
   names.push_back("config_path");
   return names;
 }
 
-namespace {
-
-// A field's type as --help names it.
-template <class T> struct HelpType;
-template <> struct HelpType<std::string> { static std::string name() { return "STRING"; } };
-template <> struct HelpType<int64_t> { static std::string name() { return "INT"; } };
-template <> struct HelpType<double> { static std::string name() { return "FLOAT"; } };
-template <> struct HelpType<bool> { static std::string name() { return "BOOL"; } };
-template <class E> struct HelpType<std::vector<E>> {
-  static std::string name() { return "LIST[" + HelpType<E>::name() + "]"; }
-};
-template <class E, size_t N> struct HelpType<std::array<E, N>> {
-  static std::string name() { return "LIST[" + HelpType<E>::name() + "]"; }
-};
-template <class T> struct HelpType<std::optional<T>> {
-  static std::string name() { return HelpType<T>::name(); }
-};
-
-}  // namespace
-
 std::string train_flags_help() {
-  const nlohmann::ordered_json defaults = to_json(TrainConfig{});
-  std::string out;
-  TrainConfig probe;
-  visit_fields(probe, [&](const char* name, const auto& field, Choices choices, Help help) {
-    using T = std::remove_cvref_t<decltype(field)>;
-    std::string type = HelpType<T>::name();
-    if (std::is_same_v<T, std::string> && choices.size()) type = join(choices);
-    const nlohmann::ordered_json* at = &defaults;
-    for (const std::string& part : split_path(name)) at = &(*at)[part];
-    std::string def = at->is_null() ? "unset" : at->is_string() ? at->get<std::string>() : at->dump();
-    if (def.empty()) def = "\"\"";
-    // a policy type's own defaults (parse_train_flags applies them)
+  // a policy type's own defaults (parse_train_flags applies them)
+  return config::flags_help<TrainConfig>(TrainFields{}, [](const std::string& name) {
+    std::string more;
     for (const auto& t : model::policy_type_infos())
       for (const auto& [flag, value] : t.flag_defaults)
-        if (flag == name) def += "; " + t.name + ": " + value;
-    out += "  --" + std::string(name) + " " + type + " (default " + def + ")  " + help + "\n";
+        if (flag == name) more += "; " + t.name + ": " + value;
+    return more;
   });
-  return out;
 }
 
-nlohmann::ordered_json to_json(const TrainConfig& config) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  visit_fields(config, [&](const char* name, const auto& field, Choices, Help) {
-    nlohmann::ordered_json* at = &out;
-    for (const std::string& part : split_path(name)) at = &(*at)[part];
-    using T = std::remove_cvref_t<decltype(field)>;
-    if constexpr (std::is_same_v<T, std::optional<std::string>> || std::is_same_v<T, std::optional<int64_t>> ||
-                  std::is_same_v<T, std::optional<std::vector<int64_t>>>) {
-      *at = field ? nlohmann::ordered_json(*field) : nlohmann::ordered_json(nullptr);
-    } else {
-      *at = field;
-    }
-  });
-  return out;
-}
+nlohmann::ordered_json to_json(const TrainConfig& config) { return config::to_json(TrainFields{}, config); }
 
-TrainConfig from_json(const json& j, const std::string& source) {
-  if (!j.is_object()) bad(source + ": expected a JSON object");
-  TrainConfig c;
-  std::set<std::string> known;
-  visit_fields(c, [&](const char* name, auto& field, Choices choices, Help) {
-    known.insert(name);
-    const json* at = &j;
-    for (const std::string& part : split_path(name)) {
-      if (!at->is_object() || !at->contains(part)) return;  // absent: keep the default
-      at = &(*at)[part];
-    }
-    assign(*at, field, choices, source + ": " + name, nullptr);
-  });
-  std::vector<std::string> leaves;
-  leaf_names(j, "", leaves);
-  for (const std::string& leaf : leaves) {
-    if (!known.count(leaf)) bad(source + ": unknown key " + leaf);
-  }
-  return c;
-}
+TrainConfig from_json(const json& j, const std::string& source) { return config::from_json<TrainConfig>(TrainFields{}, j, source); }
 
 void save_train_config(const TrainConfig& config, const std::filesystem::path& file) {
   write_json_file(file.string(), to_json(config));
@@ -436,50 +165,22 @@ TrainConfig load_train_config(const std::filesystem::path& file) {
 }
 
 TrainConfig parse_train_flags(const std::vector<std::string>& args) {
-  // split into (name, value) pairs first, so that --config_path can apply before the others
-  std::vector<std::pair<std::string, std::string>> flags;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!arg.starts_with("--") || arg.size() == 2) {
-      bad("unexpected argument '" + arg + "' (flags look like --name=value)");
-    }
-    const size_t eq = arg.find('=');
-    std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    if (eq != std::string::npos) {
-      flags.emplace_back(name, arg.substr(eq + 1));
-      continue;
-    }
-    const bool has_next = i + 1 < args.size() && !args[i + 1].starts_with("--");
-    if (is_bool_flag(name)) {
-      const bool next_is_bool = has_next && scalar_from_text(args[i + 1], static_cast<const bool*>(nullptr)).is_boolean();
-      flags.emplace_back(name, next_is_bool ? args[++i] : "true");
-    } else if (has_next) {
-      flags.emplace_back(name, args[++i]);
-    } else {
-      const auto names = train_flag_names();
-      if (std::find(names.begin(), names.end(), name) == names.end()) unknown_flag(name);
-      bad("--" + name + ": missing value");
-    }
-  }
-
+  // --config_path applies before the other flags
+  const auto flags = config::split_flags<TrainConfig>(TrainFields{}, args, {"config_path"});
   TrainConfig config;
-  for (const auto& [name, value] : flags) {
-    if (name == "config_path") config = load_train_config(value);
-  }
-  for (const auto& [name, value] : flags) {
-    if (name == "config_path") continue;
-    if (!set_from_flag(config, name, value)) unknown_flag(name);
-  }
+  for (const auto& f : flags)
+    if (f.name == "config_path") config = load_train_config(f.value);
+  config::apply_flags(TrainFields{}, config, flags, {"config_path"});
   // the policy type's own defaults where the flags (and no config file) set nothing
   auto given = [&](const std::string& name) {
-    return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.first == name || f.first == "config_path"; });
+    return std::any_of(flags.begin(), flags.end(), [&](const auto& f) { return f.name == name || f.name == "config_path"; });
   };
   for (const auto& t : model::policy_type_infos())
     if (t.name == config.policy.type)
       for (const auto& [name, value] : t.flag_defaults)
-        if (!given(name)) set_from_flag(config, name, value);
+        if (!given(name)) config::set_flag(TrainFields{}, config, name, value);
   // an imported directory's tensors fix the action width: a flag asking for another was ignored
-  if (config.policy.path && std::any_of(flags.begin(), flags.end(), [](const auto& f) { return f.first == "policy.max_action_dim"; }))
+  if (config.policy.path && std::any_of(flags.begin(), flags.end(), [](const auto& f) { return f.name == "policy.max_action_dim"; }))
     bad("--policy.max_action_dim: not with --policy.path (the imported policy's action_in_proj.weight fixes it)");
   validate(config);
   return config;
@@ -491,14 +192,7 @@ constexpr int64_t kMaxBatchSize = 1 << 16, kMaxWorkers = 1024, kMaxHorizon = 409
 }  // namespace
 
 void validate(const TrainConfig& c) {
-  // choice fields (a config built in code or read from a file)
-  visit_fields(c, [&](const char* name, const auto& field, Choices choices, Help) {
-    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(field)>, std::string>) {
-      if (choices.size() && std::find(choices.begin(), choices.end(), field) == choices.end()) {
-        bad(std::string("--") + name + ": expected one of " + join(choices) + ", got '" + field + "'");
-      }
-    }
-  });
+  config::check_choices(TrainFields{}, c);  // a config built in code or read from a file
   require(!c.dataset.root.empty(), "dataset.root", c.dataset.root, "a dataset directory (the flag is required)");
   require(!c.output_dir.empty(), "output_dir", c.output_dir, "an output directory (the flag is required)");
   {
