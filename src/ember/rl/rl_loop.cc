@@ -145,17 +145,6 @@ Placement placement_of(const RlConfig& c, const at::Device& device) {
   return {at::Device(at::kCUDA, c10::DeviceIndex(learner)), at::Device(at::kCUDA, c10::DeviceIndex(learner + 1))};
 }
 
-// Stops the workers (the feed, then their episodes in flight) before anything they use goes.
-struct StopWorkers {
-  EpisodeFeed& feed;
-  std::vector<std::unique_ptr<EnvWorker>>& workers;
-  ~StopWorkers() {
-    feed.stop();
-    for (auto& w : workers) w->cancel();
-    workers.clear();
-  }
-};
-
 // --eval_freq: the learner's policy in closed loop on the suite's evaluation states, as `ember
 // eval --seed` samples it; one line of eval.jsonl. Its time counts in the next step's wall time.
 struct LearnerEvaluation {
@@ -199,62 +188,44 @@ struct LearnerEvaluation {
   }
 };
 
-}  // namespace
+// Where the run works: its rank among the job's, the learner's and the rollout's devices, the
+// CPU's intra-op threads, the tasks and the renderer.
+struct Runtime {
+  int rank = 0, world = 1;
+  int64_t groups_per_rank = 0;  // of each step's --rl.groups_per_step
+  at::Device device{at::kCPU}, rollout_device{at::kCPU};
+  int cpu_threads = 1;  // the learner's (this thread) and the rollout's
+  sim::RendererKind renderer = sim::RendererKind::kNone;
+  std::vector<sim::TaskSpec> specs;     // the suite's tasks, --rl.max_episode_steps applied
+  std::vector<const sim::TaskSpec*> tasks;  // into specs
 
-RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration,
-                std::shared_ptr<dist::Collectives> ranks) {
-  validate(c);
-  const int rank = ranks ? ranks->rank() : 0, world = ranks ? ranks->world_size() : 1;
-  if (c.groups_per_step % world != 0)
-    throw Error(ErrorKind::kInvalidArgument, "--rl.groups_per_step=" + std::to_string(c.groups_per_step) + ": not a multiple of the job's " +
-                                                 std::to_string(world) + " ranks (each rank runs an equal share)");
-  auto resume = resume_point(c);
-  const sim::Suite& suite = sim::find_suite(c.suite);
-  std::vector<sim::TaskSpec> specs;
-  for (const auto* t : sim::select_tasks(suite, c.tasks)) {
-    specs.push_back(*t);
-    if (c.max_episode_steps > 0) specs.back().max_steps = int(c.max_episode_steps);
+  Runtime(const RlConfig& c, dist::Collectives* ranks) {
+    rank = ranks ? ranks->rank() : 0, world = ranks ? ranks->world_size() : 1;
+    if (c.groups_per_step % world != 0)
+      throw Error(ErrorKind::kInvalidArgument, "--rl.groups_per_step=" + std::to_string(c.groups_per_step) + ": not a multiple of the job's " +
+                                                   std::to_string(world) + " ranks (each rank runs an equal share)");
+    groups_per_rank = c.groups_per_step / world;
+    for (const auto* t : sim::select_tasks(sim::find_suite(c.suite), c.tasks)) {
+      specs.push_back(*t);
+      if (c.max_episode_steps > 0) specs.back().max_steps = int(c.max_episode_steps);
+    }
+    for (const auto& t : specs) tasks.push_back(&t);
+    renderer = sim::parse_renderer(c.renderer);
+    if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
+    at::Device process_device = model::resolve_device(c.device);
+    if (ranks && process_device.is_cuda()) process_device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
+    const Placement placement = placement_of(c, process_device);
+    device = placement.learner, rollout_device = placement.rollout;
+    cpu_threads = c.cpu_threads > 0 ? int(c.cpu_threads) : std::max(1, usable_cores() - int(c.env_workers));
+    if (!device.is_cuda()) at::set_num_threads(cpu_threads);
   }
-  std::vector<const sim::TaskSpec*> tasks;
-  for (const auto& t : specs) tasks.push_back(&t);
-  const sim::RendererKind renderer = sim::parse_renderer(c.renderer);
-  if (renderer == sim::RendererKind::kNone) throw Error(ErrorKind::kInvalidArgument, "--renderer: none, but the policy needs camera images");
-  at::Device process_device = model::resolve_device(c.device);
-  if (ranks && process_device.is_cuda()) process_device = at::Device(at::kCUDA, c10::DeviceIndex(ranks->local_rank()));  // one GPU per rank
-  const Placement placement = placement_of(c, process_device);
-  const at::Device device = placement.learner, rollout_device = placement.rollout;
-  // the CPU's intra-op threads, for the learner (this thread) and the rollout's
-  const int cpu_threads = c.cpu_threads > 0 ? int(c.cpu_threads) : std::max(1, usable_cores() - int(c.env_workers));
-  if (!device.is_cuda()) at::set_num_threads(cpu_threads);
+  Runtime(const Runtime&) = delete;  // tasks point into specs
+};
 
-  // the policies: the learner's (trained), the reference (KL), the rollout's copy; PPO's value
-  // head and the rollout's copy of it
-  ValueHead value = nullptr, rollout_value = nullptr;
-  std::unique_lock<std::mutex> seeded(seeded_init_mutex());
-  auto bundle = starting_policy(c, tasks, device);
-  if (c.algo == "ppo") {
-    at::manual_seed(uint64_t(c.seed) + 1);
-    value = ValueHead(bundle.module->prefix_feature_dim());
-    value->to(device);
-    rollout_value = ValueHead(bundle.module->prefix_feature_dim());
-    rollout_value->to(rollout_device);
-    rollout_value->eval();
-  }
-  seeded.unlock();
-  // every rank starts from rank 0's weights, whatever its own seeding did (as `ember train`)
-  auto broadcast_parameters = [&](torch::nn::Module& m) {
-    if (!ranks) return;
-    auto p = m.parameters();
-    ranks->broadcast(p, 0);
-  };
-  broadcast_parameters(*bundle.module);
-  if (value) {
-    broadcast_parameters(*value);
-    copy_value_head(*rollout_value, *value);
-  }
+LearnerOptions learner_options(const RlConfig& c, int64_t action_dim) {
   LearnerOptions lo;
   lo.ppo = c.algo == "ppo";
-  lo.noise = flow_noise(c, bundle.spec.action_dim);
+  lo.noise = flow_noise(c, action_dim);
   lo.filter_low = c.filter_low;
   lo.filter_high = c.filter_high;
   lo.weight_decay = c.optimizer.weight_decay;
@@ -269,52 +240,86 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
-  Learner learner(bundle.module, train::copy_module(bundle, device), device, lo, value, ranks);
+  return lo;
+}
+
+// The policies: the learner's (trained, with its optimizer and the reference for the KL), PPO's
+// value head and the rollout's copy of it; every rank starts from rank 0's weights, or from the
+// checkpoint being resumed.
+struct Policies {
+  train::PolicyBundle bundle;
+  ValueHead value = nullptr, rollout_value = nullptr;
+  LearnerOptions options;
+  std::unique_ptr<Learner> learner;
   Resumed from;
-  if (resume) {
-    from = restore(resume->dir, learner, device);
-    if (value) copy_value_head(*rollout_value, *value);
-  }
-  fs::create_directories(c.output_dir);
-  if (rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
 
-  model::SampleBuilder builder(bundle.spec, bundle.shape, *bundle.tokenizer);
-  RolloutServer server(train::copy_module(bundle, rollout_device), builder, lo.noise, rollout_device, {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, cpu_threads, c.cuda_graphs}, from.step,
-                       rollout_value);
-  const int64_t gps = c.groups_per_step / world;  // this rank's
-  EpisodeFeed feed(tasks, int(c.group_size), uint64_t(c.seed), from.step * gps, rank, world);
-  auto scene = sim::Scene::load();
+  Policies(const RlConfig& c, const Runtime& rt, const std::shared_ptr<dist::Collectives>& ranks,
+           const std::optional<train::CheckpointRef>& resume) {
+    std::unique_lock<std::mutex> seeded(seeded_init_mutex());
+    bundle = starting_policy(c, rt.tasks, rt.device);
+    if (c.algo == "ppo") {
+      at::manual_seed(uint64_t(c.seed) + 1);
+      value = ValueHead(bundle.module->prefix_feature_dim());
+      value->to(rt.device);
+      rollout_value = ValueHead(bundle.module->prefix_feature_dim());
+      rollout_value->to(rt.rollout_device);
+      rollout_value->eval();
+    }
+    seeded.unlock();
+    // every rank starts from rank 0's weights, whatever its own seeding did (as `ember train`)
+    auto broadcast_parameters = [&](torch::nn::Module& m) {
+      if (!ranks) return;
+      auto p = m.parameters();
+      ranks->broadcast(p, 0);
+    };
+    broadcast_parameters(*bundle.module);
+    if (value) {
+      broadcast_parameters(*value);
+      copy_value_head(*rollout_value, *value);
+    }
+    options = learner_options(c, bundle.spec.action_dim);
+    learner = std::make_unique<Learner>(bundle.module, train::copy_module(bundle, rt.device), rt.device, options, value, ranks);
+    if (resume) {
+      from = restore(resume->dir, *learner, rt.device);
+      if (value) copy_value_head(*rollout_value, *value);
+    }
+  }
+};
+
+// The collection side: the rollout server (its own copy of the policy), the episode feed and the
+// env workers; stops the workers (the feed, then their episodes in flight) before anything they
+// use goes.
+struct Rollout {
+  model::SampleBuilder builder;
+  RolloutServer server;
+  EpisodeFeed feed;
+  std::shared_ptr<const sim::Scene> scene;
+  EnvWorkerOptions worker_options;
   std::vector<std::unique_ptr<EnvWorker>> workers;
-  StopWorkers stop{feed, workers};
-  EnvWorkerOptions wo;
-  wo.n_envs = int(c.envs_per_worker);
-  wo.renderer = renderer;
-  wo.image_size = c.camera_size > 0 ? int(c.camera_size) : bundle.shape.vision.image_size;  // the builder resizes
-  wo.render_layout = sim::parse_render_layout(c.render_layout, "--rl.render_layout");
-  wo.replan_steps = int(c.replan_steps);
-  wo.shaping = c.shaping;
-  for (int64_t w = 0; w < c.env_workers; ++w) workers.push_back(std::make_unique<EnvWorker>(scene, tasks, wo, feed, server, builder));
 
-  train::MetricsLogger::Options mo;
-  mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
-  std::optional<train::MetricsLogger> log;
-  if (rank == 0) log.emplace(c.output_dir, c.iterations, from.step, mo);
-  std::optional<train::MetricsLogger> eval_log;
-  std::optional<LearnerEvaluation> evaluate_learner;
-  if (rank == 0 && c.eval_freq > 0) {
-    train::MetricsLogger::Options eo;
-    eo.file = "eval.jsonl";
-    eo.terminal = nullptr;
-    eval_log.emplace(c.output_dir, c.iterations, from.step, eo);
-    evaluate_learner.emplace(LearnerEvaluation{c, bundle, builder, device, renderer, wo.image_size, *eval_log, *log});
-    if (!resume) (*evaluate_learner)(*learner.policy(), 0, 0);  // the starting policy
+  Rollout(const RlConfig& c, const Runtime& rt, Policies& p)
+      : builder(p.bundle.spec, p.bundle.shape, *p.bundle.tokenizer),
+        server(train::copy_module(p.bundle, rt.rollout_device), builder, p.options.noise, rt.rollout_device,
+               {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, rt.cpu_threads, c.cuda_graphs}, p.from.step, p.rollout_value),
+        feed(rt.tasks, int(c.group_size), uint64_t(c.seed), p.from.step * rt.groups_per_rank, rt.rank, rt.world),
+        scene(sim::Scene::load()) {
+    worker_options.n_envs = int(c.envs_per_worker);
+    worker_options.renderer = rt.renderer;
+    worker_options.image_size = c.camera_size > 0 ? int(c.camera_size) : p.bundle.shape.vision.image_size;  // the builder resizes
+    worker_options.render_layout = sim::parse_render_layout(c.render_layout, "--rl.render_layout");
+    worker_options.replan_steps = int(c.replan_steps);
+    worker_options.shaping = c.shaping;
+    for (int64_t w = 0; w < c.env_workers; ++w)
+      workers.push_back(std::make_unique<EnvWorker>(scene, rt.tasks, worker_options, feed, server, builder));
   }
-  train::CheckpointWriter writer(c.output_dir);
-  const bool async = c.mode == "async";
-  int64_t dropped_total = 0, env_steps_total = from.env_steps, learner_ns = 0;
-  // sync: only this step's groups may start; async: the next step's too
-  auto release = [&](int64_t step) { feed.allow((step - from.step + 1 + (async ? 1 : 0)) * gps + dropped_total); };
-  auto counters = [&] {
+  ~Rollout() {
+    feed.stop();
+    for (auto& w : workers) w->cancel();
+    workers.clear();
+  }
+
+  // the busy times and counts so far; learner_ns: the learner's, kept by the loop
+  Counters counters(int64_t learner_ns) const {
     Counters k;
     k.at = Clock::now();
     for (const auto& w : workers) k.waits_ns += w->clock().policy_wait_ns + w->clock().feed_wait_ns, k.env_steps += w->clock().env_steps;
@@ -322,22 +327,124 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
     k.learner_ns = learner_ns;
     k.batches = server.batches(), k.requests = server.requests();
     return k;
-  };
+  }
+};
+
+// A step's figures from the counters before and after it: this rank's, then summed (rates: of
+// each rank's own) or averaged (busy fractions) over the job's ranks. stop: a stop signal on any
+// rank (core/stop_signal.h).
+void step_figures(IterationStats& it, double stale, const Counters& before, const Counters& now, size_t workers, const Runtime& rt,
+                  const RlConfig& c, dist::Collectives* ranks, bool& stop) {
+  it.wall_s = std::chrono::duration<double>(now.at - before.at).count();
+  const double wall = std::max(it.wall_s, 1e-9);
+  auto job = sum_over_ranks(ranks,
+                            {stale, double(it.dropped), double(now.env_steps - before.env_steps),
+                             std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers))),
+                             double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall,
+                             double(now.learner_ns - before.learner_ns) * 1e-9 / wall,
+                             double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(rt.world),
+                             double(stop_requested() != 0), double(now.batches - before.batches),
+                             double(now.requests - before.requests)},
+                            rt.device);
+  it.staleness = job[0] / double(c.groups_per_step);
+  it.dropped = int64_t(job[1]);
+  it.env_steps = int64_t(job[2]);
+  it.env_busy = job[3] / rt.world, it.rollout_busy = job[4] / rt.world, it.learner_busy = job[5] / rt.world;
+  it.env_steps_per_s = job[6];
+  it.samples_per_s = job[7];  // the job's chunks per second (over the ranks' mean rate)
+  it.rollout_batch = job[9] > 0 ? job[10] / job[9] : 0.0;
+  stop = job[8] > 0;
+}
+
+// metrics.jsonl (rank 0) and, with --eval_freq, eval.jsonl and the closed-loop evaluations.
+struct Logs {
+  std::optional<train::MetricsLogger> metrics, eval_log;
+  std::optional<LearnerEvaluation> evaluate;
+
+  Logs(const RlConfig& c, const Runtime& rt, Policies& p, const Rollout& r) {
+    if (rt.rank != 0) return;
+    train::MetricsLogger::Options mo;
+    mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
+    metrics.emplace(c.output_dir, c.iterations, p.from.step, mo);
+    if (c.eval_freq <= 0) return;
+    train::MetricsLogger::Options eo;
+    eo.file = "eval.jsonl";
+    eo.terminal = nullptr;
+    eval_log.emplace(c.output_dir, c.iterations, p.from.step, eo);
+    evaluate.emplace(LearnerEvaluation{c, p.bundle, r.builder, rt.device, rt.renderer, r.worker_options.image_size, *eval_log, *metrics});
+  }
+
+  void log(const IterationStats& it, int64_t env_steps_total) {
+    if (!metrics) return;
+    const auto& s = it.learner;
+    metrics->log(it.step, s.loss,
+                 {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
+                  {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)}, {"filtered_groups", double(s.filtered_groups)},
+                  {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
+                  {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"epochs", double(it.epochs)}, {"env_steps", double(env_steps_total)},
+                  {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
+  }
+};
+
+// checkpoints/<step>/: the policy files as `ember train` writes them, the optimizers' states,
+// rl_state.json and rl_config.json; every rank waits until it is complete
+std::string save_checkpoint(train::CheckpointWriter& writer, const RlConfig& c, const Runtime& rt, Policies& p, int64_t step,
+                            int64_t env_steps_total, dist::Collectives* ranks) {
+  p.bundle.step = step;
+  const auto dir = (writer.checkpoints_dir() / train::checkpoint_dir_name(step)).string();
+  nlohmann::json state{{"step", step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
+  Learner& learner = *p.learner;
+  if (rt.rank == 0) writer.save(step, [&](const fs::path& tmp) {
+    train::write_policy_files(tmp, p.bundle);
+    model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
+    if (p.value) {
+      model::save_tensors((tmp / "value_head.safetensors").string(), learner.value_params());
+      model::save_tensors((tmp / "value_optimizer.safetensors").string(), learner.value_optimizer()->state());
+    }
+    write_json_file((tmp / "rl_state.json").string(), state);
+    write_json_file((tmp / "rl_config.json").string(), to_json(c));
+  });
+  if (ranks) ranks->barrier();  // the checkpoint is complete before any rank goes on (or exits)
+  return dir;
+}
+
+}  // namespace
+
+RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration,
+                std::shared_ptr<dist::Collectives> ranks) {
+  validate(c);
+  const Runtime rt(c, ranks.get());
+  const auto resume = resume_point(c);
+  Policies p(c, rt, ranks, resume);
+  Learner& learner = *p.learner;
+  fs::create_directories(c.output_dir);
+  if (rt.rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
+  Rollout rollout(c, rt, p);
+  Logs logs(c, rt, p, rollout);
+  if (logs.evaluate && !resume) (*logs.evaluate)(*learner.policy(), 0, 0);  // the starting policy
+  train::CheckpointWriter writer(c.output_dir);
+
+  const bool async = c.mode == "async";
+  const int64_t gps = rt.groups_per_rank;
+  int64_t dropped_total = 0, env_steps_total = p.from.env_steps, learner_ns = 0;
+  // sync: only this step's groups may start; async: the next step's too
+  auto release = [&](int64_t step) { rollout.feed.allow((step - p.from.step + 1 + (async ? 1 : 0)) * gps + dropped_total); };
   auto timed = [&](auto&& fn) {
     const auto t = Clock::now();
     fn();
     learner_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
   };
   RlResult result;
-  Counters before = counters();
-  for (int64_t step = from.step; step < c.iterations; ++step) {
+  Counters before = rollout.counters(learner_ns);
+  for (int64_t step = p.from.step; step < c.iterations; ++step) {
     IterationStats it;
+    // this rank's share of the step's groups, the too stale dropped (async streams them into
+    // the learner as they come; sync learns from them once complete, below)
     release(step);
-    std::vector<Group> batch;  // sync: learned from once complete
-    int64_t used = 0;
+    std::vector<Group> batch;
     double stale = 0;
-    while (used < gps) {
-      auto g = feed.pop();
+    for (int64_t used = 0; used < gps;) {
+      auto g = rollout.feed.pop();
       if (!g) throw Error(ErrorKind::kInternal, "rl: the episode feed stopped early");
       const int64_t oldest = g->oldest_version();
       if (too_stale(step, oldest, c.max_staleness)) {
@@ -371,63 +478,26 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
       passes = it.learner.micro_batches;
       ++it.epochs;
     }
-    server.swap_weights(*learner.policy(), step + 1, value ? value.get() : nullptr);
+    rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr);
     it.step = step + 1;
-    Counters now = counters();
-    it.wall_s = std::chrono::duration<double>(now.at - before.at).count();
-    const double wall = std::max(it.wall_s, 1e-9);
-    // this rank's figures, then the job's: sums (rates: of each rank's own), busy fractions' means
-    auto job = sum_over_ranks(ranks.get(),
-                              {stale, double(it.dropped), double(now.env_steps - before.env_steps),
-                               std::max(0.0, 1.0 - double(now.waits_ns - before.waits_ns) * 1e-9 / (wall * double(workers.size()))),
-                               double(now.rollout_ns - before.rollout_ns) * 1e-9 / wall,
-                               double(now.learner_ns - before.learner_ns) * 1e-9 / wall,
-                               double(now.env_steps - before.env_steps) / wall, double(it.learner.chunks) / wall / double(world),
-                               double(stop_requested() != 0), double(now.batches - before.batches),
-                               double(now.requests - before.requests)},
-                              device);
-    it.staleness = job[0] / double(c.groups_per_step);
-    it.dropped = int64_t(job[1]);
-    it.env_steps = int64_t(job[2]);
-    env_steps_total += it.env_steps;
-    it.env_busy = job[3] / world, it.rollout_busy = job[4] / world, it.learner_busy = job[5] / world;
-    it.env_steps_per_s = job[6];
-    it.samples_per_s = job[7];  // the job's chunks per second (over the ranks' mean rate)
-    it.rollout_batch = job[9] > 0 ? job[10] / job[9] : 0.0;
+    const Counters now = rollout.counters(learner_ns);
+    bool stop = false;
+    step_figures(it, stale, before, now, rollout.workers.size(), rt, c, ranks.get(), stop);
     before = now;
-    const auto& s = it.learner;
-    if (log) log->log(it.step, s.loss,
-            {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
-             {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)}, {"filtered_groups", double(s.filtered_groups)},
-             {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
-             {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"epochs", double(it.epochs)}, {"env_steps", double(env_steps_total)},
-             {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
-    // SIGINT / SIGTERM on any rank (core/stop_signal.h): every rank makes this step its last,
-    // evaluated and saved as the end of the run is
-    if (job[8] > 0) result.stopped_by = stop_requested() != 0 ? stop_requested() : SIGTERM;  // another rank's: SIGTERM
+    env_steps_total += it.env_steps;
+    logs.log(it, env_steps_total);
+    // SIGINT / SIGTERM on any rank: every rank makes this step its last, evaluated and saved as
+    // the end of the run is
+    if (stop) result.stopped_by = stop_requested() != 0 ? stop_requested() : SIGTERM;  // another rank's: SIGTERM
     const bool last = it.step == c.iterations || result.stopped_by != 0;
-    if (evaluate_learner && (it.step % c.eval_freq == 0 || last)) (*evaluate_learner)(*learner.policy(), it.step, env_steps_total);
+    if (logs.evaluate && (it.step % c.eval_freq == 0 || last)) (*logs.evaluate)(*learner.policy(), it.step, env_steps_total);
     if (on_iteration) on_iteration(it);
     result.iterations.push_back(it);
-    if ((c.save_freq > 0 && it.step % c.save_freq == 0) || last) {
-      bundle.step = it.step;
-      result.last_checkpoint = (writer.checkpoints_dir() / train::checkpoint_dir_name(it.step)).string();
-      nlohmann::json state{{"step", it.step}, {"env_steps", env_steps_total}, {"seed", c.seed}};
-      if (rank == 0) writer.save(it.step, [&](const fs::path& tmp) {
-        train::write_policy_files(tmp, bundle);
-        model::save_tensors((tmp / "optimizer.safetensors").string(), learner.optimizer().state());
-        if (value) {
-          model::save_tensors((tmp / "value_head.safetensors").string(), learner.value_params());
-          model::save_tensors((tmp / "value_optimizer.safetensors").string(), learner.value_optimizer()->state());
-        }
-        write_json_file((tmp / "rl_state.json").string(), state);
-        write_json_file((tmp / "rl_config.json").string(), to_json(c));
-      });
-      if (ranks) ranks->barrier();  // the checkpoint is complete before any rank goes on (or exits)
-    }
+    if ((c.save_freq > 0 && it.step % c.save_freq == 0) || last)
+      result.last_checkpoint = save_checkpoint(writer, c, rt, p, it.step, env_steps_total, ranks.get());
     if (result.stopped_by) break;
   }
-  if (log) log->finish();
+  if (logs.metrics) logs.metrics->finish();
   return result;
 }
 
