@@ -24,6 +24,7 @@
 #include "ember/rl/policy_setup.h"
 #include "ember/sim/gl_context.h"
 #include "ember/train/checkpoint_dir.h"
+#include "ember/train/checkpointer.h"
 #include "ember/train/metrics.h"
 
 namespace ember::rl {
@@ -91,34 +92,23 @@ struct Resumed {
 };
 
 Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device) {
-  train::verify_checksums(dir);
-  auto weights = (dir / "model.safetensors").string();
-  model::load_into(learner.params(), model::load_tensors(weights), weights);
-  auto opt = (dir / "optimizer.safetensors").string();
-  auto state = model::load_tensors(opt);
-  for (auto& [k, t] : state) t = t.to(device);
-  learner.optimizer().load_state(state, opt);
+  train::restore_policy(dir, learner.params());
+  train::restore_optimizer(dir / "optimizer.safetensors", learner.optimizer(), device);
   if (learner.value()) {
     auto vw = (dir / "value_head.safetensors").string();
     if (!fs::exists(vw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + vw + " is missing (was this run --rl.algo=grpo?)");
     model::load_into(learner.value_params(), model::load_tensors(vw), vw);
-    auto vo = (dir / "value_optimizer.safetensors").string();
-    auto vstate = model::load_tensors(vo);
-    for (auto& [k, t] : vstate) t = t.to(device);
-    learner.value_optimizer()->load_state(vstate, vo);
+    train::restore_optimizer(dir / "value_optimizer.safetensors", *learner.value_optimizer(), device);
   }
-  auto file = (dir / "rl_state.json").string();
-  auto j = read_json_file(file);
+  const auto file = dir / "rl_state.json";
+  const auto j = read_json_file(file.string());
   Resumed r;
+  r.step = train::checked_step(j, file, dir);
   try {
-    r.step = j.at("step").get<int64_t>();
     r.env_steps = j.at("env_steps").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kCorruption, file + ": " + e.what());
+    throw Error(ErrorKind::kCorruption, file.string() + ": " + e.what());
   }
-  if (r.step != train::checkpoint_step(dir))
-    throw Error(ErrorKind::kCorruption, file + ": \"step\" is " + std::to_string(r.step) + ", the checkpoint's directory says " +
-                                            std::to_string(train::checkpoint_step(dir)));
   return r;
 }
 

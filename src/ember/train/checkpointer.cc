@@ -44,6 +44,32 @@ at::Tensor generator_state(at::Generator g) {
 
 }  // namespace
 
+void restore_policy(const fs::path& dir, model::NamedTensors& params) {
+  verify_checksums(dir);
+  auto file = (dir / "model.safetensors").string();
+  model::load_into(params, model::load_tensors(file), file);
+}
+
+void restore_optimizer(const fs::path& file, Optimizer& optimizer, const at::Device& device) {
+  auto state = model::load_tensors(file.string());
+  for (auto& [k, t] : state) t = t.to(device);
+  optimizer.load_state(state, file.string());
+}
+
+int64_t checked_step(const nlohmann::json& state, const fs::path& file, const fs::path& dir) {
+  int64_t step = 0;
+  try {
+    step = state.at("step").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::kCorruption, file.string() + ": " + e.what());
+  }
+  // the step is the checkpoint's own (its directory's name)
+  if (auto named = checkpoint_step(dir); step < 0 || step != named)
+    throw Error(ErrorKind::kCorruption, file.string() + ": \"step\" is " + std::to_string(step) + ", but the checkpoint is of step " +
+                                            std::to_string(named));
+  return step;
+}
+
 Checkpointer::Checkpointer(const TrainConfig& config, fs::path output_dir, at::Device device, int world_size, bool main_rank)
     : config_(config), output_dir_(std::move(output_dir)), device_(device), world_size_(world_size), main_rank_(main_rank),
       writer_(output_dir_) {}
@@ -73,21 +99,12 @@ std::string Checkpointer::save(int64_t step, const data::LoaderPosition& next, c
 
 Checkpointer::Restored Checkpointer::restore(const fs::path& dir, model::NamedTensors& params, Optimizer& optimizer) const {
   Restored r;
-  verify_checksums(dir);
-  auto file = (dir / "model.safetensors").string();
-  model::load_into(params, model::load_tensors(file), file);
-  auto ofile = (dir / "optimizer.safetensors").string();
-  auto ostate = model::load_tensors(ofile);
-  for (auto& [k, t] : ostate) t = t.to(device_);
-  optimizer.load_state(ostate, ofile);
+  restore_policy(dir, params);
+  restore_optimizer(dir / "optimizer.safetensors", optimizer, device_);
   auto state_path = dir / "trainer_state.json";
   auto state = read_json_file(state_path.string());
+  r.step = checked_step(state, state_path, dir);
   try {
-    r.step = state.at("step").get<int64_t>();
-    // the step is the checkpoint's own (its directory's name)
-    if (auto named = checkpoint_step(dir); r.step < 0 || r.step != named)
-      throw Error(ErrorKind::kCorruption, state_path.string() + ": \"step\" is " + std::to_string(r.step) +
-                                              ", but the checkpoint is of step " + std::to_string(named));
     try {
       r.position = state.at("loader").get<data::LoaderPosition>();
     } catch (const Error& e) {

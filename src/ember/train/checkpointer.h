@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "ember/data/sampler.h"
@@ -16,6 +17,15 @@
 #include "ember/train/train_config.h"
 
 namespace ember::train {
+
+// What every run's checkpoint holds, `ember train`'s and `ember rl`'s: the policy files and
+// optimizer states (FILE.safetensors) beside a JSON state whose "step" is the directory's.
+// Loads dir's weights into params (by name) after checking the directory's checksums.
+void restore_policy(const std::filesystem::path& dir, model::NamedTensors& params);
+// Loads file (an optimizer state written by Optimizer::state) into optimizer, on device.
+void restore_optimizer(const std::filesystem::path& file, Optimizer& optimizer, const at::Device& device);
+// state["step"], refused (kCorruption naming file) unless it is dir's own step.
+int64_t checked_step(const nlohmann::json& state, const std::filesystem::path& file, const std::filesystem::path& dir);
 
 class Checkpointer {
  public:

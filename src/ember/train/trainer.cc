@@ -119,6 +119,43 @@ class StepProfiler {
   bool on_ = false;
 };
 
+// What the run trains: its tokenizer, architecture and features (the dataset's keys under the
+// policy's rules), from the checkpoint being resumed, the imported directory (--policy.path), or
+// --policy.type's preset; `imported` holds the imported weights until they are loaded.
+struct RunPolicy {
+  std::optional<PolicyBundle> imported;
+  model::Tokenizer tokenizer;
+  std::shared_ptr<const model::PolicyArch> arch;
+  model::PolicyShape shape;
+  model::FeatureSpec spec;
+};
+
+RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, const std::optional<fs::path>& resume) {
+  // --policy.path: a LeRobot / openpi directory fixes the shape, the features' rules and the
+  // starting weights (statistics come from the dataset, as lerobot-train fine-tunes)
+  std::optional<PolicyBundle> imported;
+  if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
+  auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
+                            : make_tokenizer(config, meta, resume);
+  // the policy's architecture: the checkpoint's, the import's, or --policy.type's preset
+  const auto saved_policy = resume ? read_json_file((*resume / "policy.json").string()) : nlohmann::json();
+  if (resume && model::policy_type_of(saved_policy) != config.policy.type)
+    throw Error(ErrorKind::kInvalidArgument, "--policy.type=" + config.policy.type + ": the checkpoint under " + resume->string() +
+                                                 " holds a " + model::policy_type_of(saved_policy) + " policy");
+  std::shared_ptr<const model::PolicyArch> arch = resume     ? model::arch_from_json(saved_policy, (*resume / "policy.json").string())
+                                                  : imported ? imported->arch
+                                                             : make_arch(config, tokenizer.vocab_size());
+  const model::PolicyShape shape = arch->base();
+  std::optional<model::FeatureSpec> like;
+  if (imported) like = imported->spec;
+  if (resume && fs::exists(*resume / "features.json"))  // a resumed run keeps its rules (LeRobot's, N1.5's, its flags')
+    like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
+  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
+                                 : model::feature_spec(meta, shape, feature_rules(config));
+  if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
+  return RunPolicy{std::move(imported), std::move(tokenizer), std::move(arch), shape, std::move(spec)};
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
@@ -142,31 +179,15 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   set_host_threads(config, device, workers);
   const std::optional<fs::path> resume = resume_dir(config);
 
-  // data and the policy's processor (the dataset's metadata read once)
+  // data and the policy (the dataset's metadata read once)
   TrainData source = open_train_data(config);
   data::Metadata& meta = source.meta;
-  // --policy.path: a LeRobot / openpi directory fixes the shape, the features' rules and the
-  // starting weights (statistics come from the dataset, as lerobot-train fine-tunes)
-  std::optional<PolicyBundle> imported;
-  if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
-  auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
-                            : make_tokenizer(config, meta, resume);
-  // the policy's architecture: the checkpoint's, the import's, or --policy.type's preset
-  const auto saved_policy = resume ? read_json_file((*resume / "policy.json").string()) : nlohmann::json();
-  if (resume && model::policy_type_of(saved_policy) != config.policy.type)
-    throw Error(ErrorKind::kInvalidArgument, "--policy.type=" + config.policy.type + ": the checkpoint under " + resume->string() +
-                                                 " holds a " + model::policy_type_of(saved_policy) + " policy");
-  std::shared_ptr<const model::PolicyArch> arch = resume     ? model::arch_from_json(saved_policy, (*resume / "policy.json").string())
-                                                  : imported ? imported->arch
-                                                             : make_arch(config, tokenizer.vocab_size());
-  const model::PolicyShape shape = arch->base();
-  std::optional<model::FeatureSpec> like;
-  if (imported) like = imported->spec;
-  if (resume && fs::exists(*resume / "features.json"))  // a resumed run keeps its rules (LeRobot's, N1.5's, its flags')
-    like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
-  model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
-                                 : model::feature_spec(meta, shape, feature_rules(config));
-  if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
+  RunPolicy policy = resolve_policy(config, meta, resume);
+  std::optional<PolicyBundle>& imported = policy.imported;
+  const model::Tokenizer& tokenizer = policy.tokenizer;
+  std::shared_ptr<const model::PolicyArch>& arch = policy.arch;
+  const model::PolicyShape& shape = policy.shape;
+  const model::FeatureSpec& spec = policy.spec;
   model::SampleBuilder builder(spec, shape, tokenizer);
   data::DatasetOptions dopt = builder.dataset_options();
   source.configure(dopt);
