@@ -56,13 +56,7 @@ std::shared_ptr<const PolicyArch> from_preset(const ShapeOptions& o) {
   if (o.max_action_dim) s.max_action_dim = o.max_action_dim;
   if (o.flow_steps) s.flow_steps = o.flow_steps;
   g.max_seq_len = std::max(g.max_seq_len, s.horizon);
-  if (o.image_size) {
-    s.vision.image_size = *o.image_size;
-    if (s.vision.image_size % (s.vision.patch * s.vision.merge))
-      throw Error(ErrorKind::kInvalidArgument, "--dataset.image_size=" + std::to_string(*o.image_size) +
-                                                   ": must be a multiple of the preset's patch size x merge " +
-                                                   std::to_string(s.vision.patch * s.vision.merge));
-  }
+  if (o.image_size) set_image_size(s.vision, *o.image_size, o.image_size_flag);
   if (o.vocab) s.vocab = o.vocab;
   if (o.dropout) g.dropout = *o.dropout;
   for (auto& e : g.embodiments) e.action_dim = std::min(e.action_dim, s.max_action_dim);

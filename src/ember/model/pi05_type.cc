@@ -45,12 +45,7 @@ std::shared_ptr<const PolicyArch> from_preset(const ShapeOptions& o) {
   if (o.horizon) s.horizon = o.horizon;
   if (o.max_action_dim) s.max_action_dim = o.max_action_dim;
   if (o.flow_steps) s.flow_steps = o.flow_steps;
-  if (o.image_size) {
-    s.vision.image_size = *o.image_size;
-    if (s.vision.image_size % s.vision.patch)
-      throw Error(ErrorKind::kInvalidArgument, "--dataset.image_size=" + std::to_string(*o.image_size) +
-                                                   ": must be a multiple of the preset's patch size " + std::to_string(s.vision.patch));
-  }
+  if (o.image_size) set_image_size(s.vision, *o.image_size, o.image_size_flag);
   if (o.vocab) s.vocab = o.vocab;
   return std::make_shared<Pi05Arch>(s);
 }

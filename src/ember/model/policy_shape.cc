@@ -42,6 +42,14 @@ void validate_tower(const TowerShape& t, const std::string& name) {
 }
 }  // namespace
 
+void set_image_size(VisionShape& v, int64_t size, const std::string& flag) {
+  const int64_t unit = int64_t(v.patch) * std::max(1, v.merge);
+  if (size < 1 || size > 4096 || size % unit)
+    throw Error(ErrorKind::kInvalidArgument, flag + "=" + std::to_string(size) + ": expected 1 to 4096 pixels, a multiple of the preset's " +
+                                                 (v.merge > 1 ? "patch size x merge " : "patch size ") + std::to_string(unit));
+  v.image_size = int(size);
+}
+
 void validate(const PolicyShape& s) {
   const auto& v = s.vision;
   require(v.image_size > 0 && v.patch > 0 && v.width > 0 && v.layers > 0 && v.heads > 0 && v.mlp > 0,

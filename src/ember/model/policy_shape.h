@@ -61,6 +61,11 @@ PolicyShape preset_shape(std::string_view preset);
 // field.
 void validate(const PolicyShape& shape);
 
+// The one check of a requested camera size (--dataset.image_size, ember rl's
+// --policy.image_size): v.image_size = size, which must lie in 1..4096 and be a multiple of the
+// patch grid's unit (patch x merge); else kInvalidArgument naming `flag` and the unit.
+void set_image_size(VisionShape& v, int64_t size, const std::string& flag);
+
 // Parameters of the policy with this shape (embedding included).
 int64_t parameter_count(const PolicyShape& shape);
 

@@ -36,6 +36,7 @@ struct ShapeOptions {
   int max_action_dim = 0;
   int flow_steps = 0;
   std::optional<int> image_size;
+  std::string image_size_flag = "--dataset.image_size";  // what errors about image_size name
   int vocab = 0;  // the tokenizer's pieces
   // --policy.dropout: groot's blocks while training (recorded in policy.json); pi05 has none
   std::optional<double> dropout;

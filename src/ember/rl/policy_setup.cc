@@ -32,6 +32,7 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   o.flow_steps = int(c.policy.num_steps);
   o.max_action_dim = sim::kActionDim;
   o.image_size = int(c.image_size);
+  o.image_size_flag = "--policy.image_size";
   o.vocab = b.tokenizer->vocab_size();
   const auto& type = model::policy_type(c.policy.type);
   model::check_preset(type, c.policy.preset, "--policy.preset");

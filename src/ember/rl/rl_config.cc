@@ -159,7 +159,6 @@ void validate(const RlConfig& c) {
   require(c.dist.timeout_s > 0 && c.dist.timeout_s <= 1e6, "dist.timeout_s", "must be in (0, 1e6]");
   require(c.policy.horizon > 0 && c.policy.horizon <= 1000, "policy.horizon", "must be in 1..1000");
   require(c.policy.num_steps > 0 && c.policy.num_steps <= 1000, "policy.num_steps", "must be in 1..1000");
-  require(c.image_size > 0 && c.image_size <= 2048, "policy.image_size", "must be in 1..2048");
 }
 
 
