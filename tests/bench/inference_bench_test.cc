@@ -31,7 +31,9 @@ TEST(InferenceBench, OneLinePerModeAndBatchSizeForEveryType) {
       EXPECT_EQ(j.at("bench"), "inference");
       EXPECT_EQ(j.at("mode"), i < 2 ? "eager" : i < 4 ? "engine" : "socket");
       // the engine samples the eager chunks (on the CPU it runs eagerly: the same numbers)
-      if (i >= 2 && i < 4) EXPECT_LT(j.at("max_abs_diff_to_eager").get<double>(), 1e-5) << type.name;
+      if (i >= 2 && i < 4) {
+        EXPECT_LT(j.at("max_abs_diff_to_eager").get<double>(), 1e-5) << type.name;
+      }
       EXPECT_EQ(j.at("policy"), type.name);
       EXPECT_EQ(j.at("batch_size").get<int>(), i % 2 ? 2 : 1);
       EXPECT_GT(j.at("latency_ms_p50").get<double>(), 0);

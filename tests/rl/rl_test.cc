@@ -603,6 +603,30 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   EXPECT_THROW(Learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o), Error);
 }
 
+TEST(ValueHead, LayersFromTheHiddenWidthsStartAtZero) {
+  at::manual_seed(3);
+  ValueHead one(12);  // the default: one hidden layer of 128, named as before the flag
+  auto names = one->named_parameters().keys();
+  EXPECT_EQ(names, (std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(one->layers[0]->weight.size(0), 128);
+  ValueHead deep(12, std::vector<int64_t>{16, 8, 4});
+  ASSERT_EQ(deep->layers.size(), 4u);
+  EXPECT_EQ(deep->layers[1]->weight.sizes(), (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(deep->layers[3]->weight.sizes(), (std::vector<int64_t>{1, 4}));
+  auto x = at::randn({5, 12});
+  auto v = deep->forward(x);
+  EXPECT_EQ(v.sizes(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(v.abs().max().item<float>(), 0.0f);  // V = 0 everywhere at the start
+  // once the output layer moves, the rows differ: every layer is on the path
+  {
+    at::NoGradGuard no_grad;
+    deep->layers.back()->weight.fill_(1);
+  }
+  v = deep->forward(x);
+  EXPECT_GT((v - v[0]).abs().max().item<float>(), 0.0f);
+  EXPECT_THROW(ValueHead(12, std::vector<int64_t>{16, 0}), Error);
+}
+
 TEST(RlConfig, BadFlagsAreNamed) {
   RlConfig c;
   c.output_dir = "/tmp/x";
@@ -646,6 +670,8 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = 1e308; }},
            {"--optimizer.betas", [](RlConfig& x) { x.optimizer.betas = {0.9, 1.0}; }},
            {"--rl.value_lr", [](RlConfig& x) { x.value_lr = std::nan(""); }},
+           {"--rl.value_hidden", [](RlConfig& x) { x.value_hidden = {}; }},
+           {"--rl.value_hidden", [](RlConfig& x) { x.value_hidden = {1024, 0}; }},
            {"--rl.noise_std", [](RlConfig& x) { x.noise_std = std::numeric_limits<double>::infinity(); }},
            {"--rl.iterations", [](RlConfig& x) { x.iterations = std::numeric_limits<int64_t>::max(); }},
            {"--rl.group_size", [](RlConfig& x) { x.group_size = 1000000000; }},

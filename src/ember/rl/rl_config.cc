@@ -99,6 +99,7 @@ void RlFields::operator()(C& c, V&& v) const {
   v("rl.gamma", c.gamma, Choices{}, "PPO: discount per chunk");
   v("rl.gae_lambda", c.gae_lambda, Choices{}, "PPO: GAE lambda");
   v("rl.value_lr", c.value_lr, Choices{}, "PPO: the value head's learning rate");
+  v("rl.value_hidden", c.value_hidden, Choices{}, "PPO: the value head's hidden layers' widths, e.g. [1024,512,256] (πRL's)");
   v("rl.placement", c.placement, Choices{"shared", "split"},
     "shared: the rollout on the learner's GPU; split: a GPU each (2 per process or rank)");
   v("rl.cpu_threads", c.cpu_threads, Choices{}, "CPU: intra-op threads of the learner and the rollout (0: cores - env workers)");
@@ -117,6 +118,8 @@ void validate(const RlConfig& c) {
   require(c.gamma > 0 && c.gamma <= 1, "rl.gamma", "must be in (0, 1]");
   require(c.gae_lambda >= 0 && c.gae_lambda <= 1, "rl.gae_lambda", "must be in [0, 1]");
   require(c.value_lr > 0 && c.value_lr <= 1, "rl.value_lr", "must be in (0, 1]");
+  require(!c.value_hidden.empty() && c.value_hidden.size() <= 8, "rl.value_hidden", "one to eight widths");
+  for (int64_t w : c.value_hidden) require(w >= 1 && w <= 65536, "rl.value_hidden", "widths in [1, 65536]");
   require(c.render_layout == "auto" || c.render_layout == "thread" || c.render_layout == "process", "rl.render_layout",
           "expected auto, thread or process, got '" + c.render_layout + "'");
   require(c.iterations > 0 && c.iterations <= kMaxCount, "rl.iterations", "must be in 1..1000000000");

@@ -99,6 +99,7 @@ struct RlConfig {
   double gamma = 0.99;            // PPO: discount per chunk
   double gae_lambda = 0.95;       // PPO: GAE's lambda
   double value_lr = 1e-3;         // PPO: the value head's AdamW learning rate
+  std::vector<int64_t> value_hidden = {128};  // PPO: the value head's hidden widths (πRL: 1024,512,256)
   // Env workers render through a process each (sim/render_process.h) or a GL context on their
   // own thread: "auto" = processes with EGL, threads with OSMesa (sim/vector_env.h).
   std::string render_layout = "auto";  // auto | thread | process

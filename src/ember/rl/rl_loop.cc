@@ -249,9 +249,9 @@ struct Policies {
     bundle = starting_policy(c, rt.tasks, rt.device);
     if (c.algo == "ppo") {
       at::manual_seed(uint64_t(c.seed) + 1);
-      value = ValueHead(bundle.module->prefix_feature_dim());
+      value = ValueHead(bundle.module->prefix_feature_dim(), c.value_hidden);
       value->to(rt.device);
-      rollout_value = ValueHead(bundle.module->prefix_feature_dim());
+      rollout_value = ValueHead(bundle.module->prefix_feature_dim(), c.value_hidden);
       rollout_value->to(rt.rollout_device);
       rollout_value->eval();
     }

@@ -4,7 +4,7 @@
 // request), pooled by the policy type (PolicyModuleImpl::prefix_features: pi05 the mean over
 // each sample's prefix tokens of the last language-model layer's values; groot the mean of its
 // adapter's context), detached. The critic
-// therefore trains only its own two layers and never moves the policy's backbone: the policy's
+// therefore trains only its own layers and never moves the policy's backbone: the policy's
 // gradient is the clipped surrogate's alone, as in GRPO, and the features come for free from
 // the prefix pass that sampling (rollout) and the log-probabilities (learner) run anyway.
 //
@@ -27,12 +27,13 @@ namespace ember::rl {
 
 class ValueHeadImpl : public torch::nn::Module {
  public:
-  // features: the pooled width (prefix_feature_dim).
-  explicit ValueHeadImpl(int64_t features, int64_t hidden = 128);
-  // [n, features] -> [n] float32 (features normalised per row, then two layers)
+  // features: the pooled width (prefix_feature_dim); hidden: the hidden layers' widths (tanh
+  // after each), named fc1, fc2, ... with the output layer last (one hidden layer of 128: fc1, fc2)
+  explicit ValueHeadImpl(int64_t features, const std::vector<int64_t>& hidden = {128});
+  // [n, features] -> [n] float32 (features normalised per row, then the layers)
   at::Tensor forward(const at::Tensor& features);
 
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  std::vector<torch::nn::Linear> layers;
 };
 TORCH_MODULE(ValueHead);
 

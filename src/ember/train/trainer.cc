@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 
@@ -156,6 +157,37 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
   return RunPolicy{std::move(imported), std::move(tokenizer), std::move(arch), shape, std::move(spec)};
 }
 
+// What checkpoints write of the policy (its module is the state's). An import's weights are
+// loaded into the state here, its LeRobot config and unread tensors kept for `ember export`; a
+// resumed run keeps its checkpoint's.
+PolicyBundle checkpoint_bundle(RunPolicy& policy, PolicyState& ps, const TrainConfig& config, const std::optional<fs::path>& resume,
+                               const std::function<void(const std::string&)>& say) {
+  std::optional<PolicyBundle>& imported = policy.imported;
+  const model::Tokenizer& tokenizer = policy.tokenizer;
+  PolicyBundle bundle;
+  bundle.shape = policy.shape;
+  bundle.spec = policy.spec;
+  bundle.arch = ps.arch;
+  bundle.module = ps.module;
+  bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
+  if (imported) {
+    // the imported weights (converted to the parameters' dtype and device)
+    std::map<std::string, at::Tensor> weights;
+    for (const auto& p : imported->module->named_parameters()) weights[p.key()] = p.value();
+    model::load_into(ps.params, weights, *config.policy.path);
+    bundle.lerobot_config = std::move(imported->lerobot_config);
+    bundle.lerobot_unused = std::move(imported->lerobot_unused);
+    imported.reset();
+    say("ember train: initialised from " + *config.policy.path);
+  } else if (resume) {
+    auto dir = *resume;
+    if (fs::exists(dir / "lerobot_config.json")) bundle.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
+    if (fs::exists(dir / "lerobot_unused.safetensors")) bundle.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
+  }
+
+  return bundle;
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
@@ -183,7 +215,6 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   TrainData source = open_train_data(config);
   data::Metadata& meta = source.meta;
   RunPolicy policy = resolve_policy(config, meta, resume);
-  std::optional<PolicyBundle>& imported = policy.imported;
   const model::Tokenizer& tokenizer = policy.tokenizer;
   std::shared_ptr<const model::PolicyArch>& arch = policy.arch;
   const model::PolicyShape& shape = policy.shape;
@@ -207,26 +238,7 @@ TrainResult train(const TrainConfig& config, const TrainerHooks& hooks) {
   LrSchedule schedule{config.optimizer.lr, config.scheduler.min_lr_ratio,
                       fit_schedule(config.scheduler.warmup_steps, config.scheduler.decay_steps, config.steps)};
   Checkpointer checkpointer(config, out_dir, device, world, main_rank);
-  PolicyBundle bundle;  // what checkpoints write of the policy
-  bundle.shape = shape;
-  bundle.spec = spec;
-  bundle.arch = ps.arch;
-  bundle.module = ps.module;
-  bundle.tokenizer = std::make_unique<model::Tokenizer>(model::Tokenizer::from_bytes(tokenizer.serialized(), tokenizer.name()));
-  if (imported) {
-    // the imported weights (converted to the parameters' dtype and device)
-    std::map<std::string, at::Tensor> weights;
-    for (const auto& p : imported->module->named_parameters()) weights[p.key()] = p.value();
-    model::load_into(ps.params, weights, *config.policy.path);
-    bundle.lerobot_config = std::move(imported->lerobot_config);
-    bundle.lerobot_unused = std::move(imported->lerobot_unused);
-    imported.reset();
-    say("ember train: initialised from " + *config.policy.path);
-  } else if (resume) {
-    auto dir = *resume;
-    if (fs::exists(dir / "lerobot_config.json")) bundle.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
-    if (fs::exists(dir / "lerobot_unused.safetensors")) bundle.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
-  }
+  PolicyBundle bundle = checkpoint_bundle(policy, ps, config, resume, say);
 
   // where the run starts
   int64_t step = 0;
