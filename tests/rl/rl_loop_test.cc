@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 #include "ember/core/json_file.h"
@@ -139,6 +140,45 @@ TEST(RlLoop, PpoResumesWithItsValueHead) {
   auto g = one_step("grpo", "ppo");
   auto msg = test::error_of([&] { run_rl(g); }, ErrorKind::kInvalidArgument);
   EXPECT_NE(msg.find("value_head.safetensors"), std::string::npos) << msg;
+}
+
+// --rl.critic_warmup: over its steps PPO's value head learns and the policy stays as it started
+// (its learning rate is 0); without it the policy moves from the first step.
+TEST(RlLoop, CriticWarmupHoldsThePolicyWhileTheValueHeadLearns) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_critic_warmup");
+  // the policy's and the value head's tensors at steps 1 and 2 of a PPO run
+  auto run = [&](const std::string& name, int64_t warmup) {
+    auto c = exact_tiny_run(dir.path() + "/" + name);
+    c.algo = "ppo";
+    c.groups_per_step = 2;
+    c.max_episode_steps = 8;
+    c.iterations = 2;
+    c.save_freq = 1;
+    c.critic_warmup = warmup;
+    run_rl(c);
+    auto ckpts = train::list_checkpoints(c.output_dir);
+    EXPECT_EQ(ckpts.size(), 2u);
+    using Tensors = std::map<std::string, at::Tensor>;
+    std::vector<std::pair<Tensors, Tensors>> out;
+    for (const auto& ck : ckpts)
+      out.emplace_back(model::load_tensors((ck.dir / "model.safetensors").string()), model::load_tensors((ck.dir / "value_head.safetensors").string()));
+    return out;
+  };
+  auto same = [](const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [k, t] : a)
+      if (!b.count(k) || !at::equal(t, b.at(k))) return false;
+    return true;
+  };
+  auto held = run("held", 2);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_TRUE(same(held[0].first, held[1].first));     // the policy did not move
+  EXPECT_FALSE(same(held[0].second, held[1].second));  // the critic did
+  auto moving = run("moving", 0);
+  ASSERT_EQ(moving.size(), 2u);
+  EXPECT_FALSE(same(moving[0].first, moving[1].first));
+  EXPECT_FALSE(same(held[0].first, moving[0].first));  // the held policy is the start, which step 1 moves
 }
 
 // --rl.placement=split gives the rollout a GPU of its own: on the CPU it is refused by name.

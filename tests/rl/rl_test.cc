@@ -310,6 +310,12 @@ TEST(Grpo, LrWarmupRisesLinearlyThenHolds) {
   EXPECT_DOUBLE_EQ(lr_warmup_scale(1, 4), 0.5);
   EXPECT_DOUBLE_EQ(lr_warmup_scale(3, 4), 1.0);
   EXPECT_DOUBLE_EQ(lr_warmup_scale(100, 4), 1.0);
+  // a critic warm-up holds the policy still, then the ramp starts from its first step
+  EXPECT_EQ(policy_lr_scale(0, 2, 4), 0.0);
+  EXPECT_EQ(policy_lr_scale(1, 2, 4), 0.0);
+  EXPECT_DOUBLE_EQ(policy_lr_scale(2, 2, 4), 0.25);
+  EXPECT_DOUBLE_EQ(policy_lr_scale(5, 2, 4), 1.0);
+  EXPECT_EQ(policy_lr_scale(3, 0, 0), 1.0);
 }
 
 TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
@@ -665,6 +671,8 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
            {"--optimizer.weight_decay", [](RlConfig& x) { x.optimizer.weight_decay = -1; }},
            {"--rl.lr_warmup", [](RlConfig& x) { x.lr_warmup = -1; }},
+           {"--rl.critic_warmup", [](RlConfig& x) { x.critic_warmup = -1; }},
+           {"--rl.critic_warmup", [](RlConfig& x) { x.algo = "grpo", x.critic_warmup = 3; }},  // no value head to warm up
            // every number finite and within what a run could use (issue 42's hostile values)
            {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = std::numeric_limits<double>::infinity(); }},
            {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = 1e308; }},

@@ -42,4 +42,11 @@ inline double lr_warmup_scale(int64_t step, int64_t warmup) {
   return warmup <= 0 || step + 1 >= warmup ? 1.0 : double(step + 1) / double(warmup);
 }
 
+// The policy's learning-rate factor at step `step` (0-based): 0 over the first critic_warmup
+// steps (--rl.critic_warmup: PPO's value head learns the returns of the starting policy before
+// the policy moves on its advantages), then the linear warm-up counted from there.
+inline double policy_lr_scale(int64_t step, int64_t critic_warmup, int64_t lr_warmup) {
+  return step < critic_warmup ? 0.0 : lr_warmup_scale(step - critic_warmup, lr_warmup);
+}
+
 }  // namespace ember::rl

@@ -88,6 +88,7 @@ void RlFields::operator()(C& c, V&& v) const {
   v("optimizer.betas", c.optimizer.betas, Choices{}, "AdamW's two betas (πRL's)");
   v("optimizer.eps", c.optimizer.eps, Choices{}, "AdamW epsilon");
   v("rl.lr_warmup", c.lr_warmup, Choices{}, "steps over which the learning rate rises linearly to --optimizer.lr (0: none)");
+  v("rl.critic_warmup", c.critic_warmup, Choices{}, "PPO: steps at the start in which only the value head learns (the policy's lr is 0)");
   v("rl.micro_batch", c.micro_batch, Choices{}, "chunks per learner micro-batch");
   v("rl.kl_every", c.kl_every, Choices{}, "measure the KL to the start policy on every N-th micro-batch");
   v("rl.epochs", c.epochs, Choices{},
@@ -147,6 +148,8 @@ void validate(const RlConfig& c) {
   for (double b : c.optimizer.betas) require(b >= 0 && b < 1, "optimizer.betas", "values in [0, 1)");
   require(c.optimizer.eps > 0 && c.optimizer.eps <= 1, "optimizer.eps", "must be in (0, 1]");
   require(c.lr_warmup >= 0 && c.lr_warmup <= kMaxCount, "rl.lr_warmup", "must be in 0..1000000000");
+  require(c.critic_warmup >= 0 && c.critic_warmup <= kMaxCount, "rl.critic_warmup", "must be in 0..1000000000");
+  require(c.critic_warmup == 0 || c.algo == "ppo", "rl.critic_warmup", "needs --rl.algo ppo (GRPO has no value head)");
   require(c.optimizer.grad_clip_norm > 0 && c.optimizer.grad_clip_norm <= 1e6, "optimizer.grad_clip_norm", "must be in (0, 1e6]");
   require(c.micro_batch > 0 && c.micro_batch <= 65536, "rl.micro_batch", "must be in 1..65536");
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");

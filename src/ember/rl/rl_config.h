@@ -80,6 +80,9 @@ struct RlConfig {
   // lr_warmup at step k; 0: none): AdamW's first steps move every weight by about lr whatever
   // the gradient's size (step 1's clip fraction was 10x the later steps')
   int64_t lr_warmup = 0;
+  // PPO: the policy's learning rate is 0 over the first critic_warmup steps (the value head alone
+  // learns, from the starting policy's rollouts); lr_warmup's ramp starts after them
+  int64_t critic_warmup = 0;
   int64_t micro_batch = 16;       // chunks per learner micro-batch
   int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch
   int64_t epochs = 1;             // passes over each step's groups, an optimizer step each (PPO's epochs)

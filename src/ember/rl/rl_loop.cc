@@ -463,7 +463,7 @@ RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats
         timed([&] { learner.discard(); });
         break;
       }
-      timed([&] { it.learner = learner.step(lr_warmup_scale(step, c.lr_warmup)); });
+      timed([&] { it.learner = learner.step(policy_lr_scale(step, c.critic_warmup, c.lr_warmup)); });
       it.learner.micro_batches += passes;
       passes = it.learner.micro_batches;
       ++it.epochs;
