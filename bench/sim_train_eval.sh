@@ -35,11 +35,11 @@
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
-#   RL_ENVS=8 RL_LR=2e-5 RL_MODE=sync RL_ALGO=grpo RL_NOISE_METHOD=sde RL_NOISE_LEVEL=0.5 (sde)
-#   RL_NOISE=0.2 (every_step) RL_DENOISE=4 (0: the policy's steps) RL_MICRO=128 RL_KL_EVERY=4 RL_EPOCHS=4
-#   RL_LR_WARMUP=0 (steps of the learning rate's linear warm-up)
+#   RL_ENVS=8 RL_LR=0 (ember rl's default by the policy's size: 1e-5 for small) RL_MODE=sync RL_ALGO=grpo RL_NOISE_METHOD=sde RL_NOISE_LEVEL=0.5 (sde)
+#   RL_NOISE=0.2 (every_step) RL_DENOISE=4 (0: the policy's steps) RL_MICRO=128 RL_KL_EVERY=4 RL_EPOCHS=1
+#   RL_LR_WARMUP=-1 (steps of the learning rate's linear warm-up; -1: ember rl's default, 10 for small)
 #   RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10 RL_TARGET_KL=0 (off; > 0: PPO's early stop of the epochs)
-#   RL_TRAIN=expert (the action expert only, the prefix frozen; all: the whole policy)
+#   RL_TRAIN=auto (ember rl's default: expert for small, the prefix frozen; all: the whole policy)
 #   (RL_LR: 1e-4 made `small` worse, 77 -> 47 % in 50 steps, though it lifted tiny on `easy` on
 #   the CPU; RL_EPOCHS=4 at lr 2e-5 learned as fast as lr 1e-4 with one pass did, on the CPU
 #   (rl_epochs_cpu_2026-12-02.md), but on ember10 also made `small` worse, 83.4 -> 71.6 % in 30
@@ -120,8 +120,8 @@ rl() {
     --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-sync}" --rl.algo "${RL_ALGO:-grpo}" \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
-    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-4}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-expert}" --rl.replan_steps "${REPLAN:-5}" \
-    --optimizer.lr "${RL_LR:-2e-5}" --rl.lr_warmup "${RL_LR_WARMUP:-0}" --rl.noise_method "${RL_NOISE_METHOD:-sde}" --rl.noise_level "${RL_NOISE_LEVEL:-0.5}" --rl.noise_std "${RL_NOISE:-0.2}" \
+    --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-1}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-auto}" --rl.replan_steps "${REPLAN:-5}" \
+    --optimizer.lr "${RL_LR:-0}" --rl.lr_warmup "${RL_LR_WARMUP:--1}" --rl.noise_method "${RL_NOISE_METHOD:-sde}" --rl.noise_level "${RL_NOISE_LEVEL:-0.5}" --rl.noise_std "${RL_NOISE:-0.2}" \
     --rl.denoise_steps "${RL_DENOISE:-4}" --eval_freq "${RL_EVAL_FREQ:-10}" \
     --eval.trials "${RL_EVAL_TRIALS:-10}" --eval.n_envs "${N_ENVS:-50}" "${resume[@]}" ${RL_EXTRA:-} 2>&1 |
     tee -a "$out/$rl_run.log" | tail -n 30

@@ -208,6 +208,9 @@ TEST(RlLoop, CamerasRenderedAtAnotherSizeAreResized) {
   EXPECT_NE(own.ret, wide.ret);
   auto saved = nlohmann::json::parse(std::ifstream(dir.path() + "/wide/rl_config.json"));
   EXPECT_EQ(saved.at("rl").at("camera_size"), 40);
+  // the size-dependent defaults as the run resolved them (tiny: below 10 M parameters)
+  EXPECT_EQ(saved.at("rl").at("train"), "all");
+  EXPECT_EQ(saved.at("rl").at("lr_warmup"), 0);
 }
 
 std::vector<nlohmann::json> eval_lines(const std::string& out) {

@@ -609,6 +609,25 @@ TEST(Learner, PpoFitsTheValueAndRaisesTheBetterChunk) {
   EXPECT_THROW(Learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o), Error);
 }
 
+// The defaults left to the policy's size take the large-policy recipe from 10 M parameters on;
+// flags given keep their values.
+TEST(RlConfig, SizeDefaultsFollowThePolicyAndKeepGivenFlags) {
+  RlConfig c;
+  const auto small = with_size_defaults(c, kLargePolicyParameters - 1);
+  EXPECT_EQ(small.optimizer.lr, 1e-4);
+  EXPECT_EQ(small.lr_warmup, 0);
+  EXPECT_EQ(small.train, "all");
+  const auto large = with_size_defaults(c, kLargePolicyParameters);
+  EXPECT_EQ(large.optimizer.lr, 1e-5);
+  EXPECT_EQ(large.lr_warmup, 10);
+  EXPECT_EQ(large.train, "expert");
+  c.optimizer.lr = 3e-5, c.lr_warmup = 0, c.train = "all";
+  const auto given = with_size_defaults(c, 145'000'000);
+  EXPECT_EQ(given.optimizer.lr, 3e-5);
+  EXPECT_EQ(given.lr_warmup, 0);
+  EXPECT_EQ(given.train, "all");
+}
+
 TEST(ValueHead, LayersFromTheHiddenWidthsStartAtZero) {
   at::manual_seed(3);
   ValueHead one(12);  // the default: one hidden layer of 128, named as before the flag
@@ -670,7 +689,8 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
            {"--optimizer.weight_decay", [](RlConfig& x) { x.optimizer.weight_decay = -1; }},
-           {"--rl.lr_warmup", [](RlConfig& x) { x.lr_warmup = -1; }},
+           {"--rl.lr_warmup", [](RlConfig& x) { x.lr_warmup = -2; }},
+           {"--optimizer.lr", [](RlConfig& x) { x.optimizer.lr = -1e-4; }},
            {"--rl.critic_warmup", [](RlConfig& x) { x.critic_warmup = -1; }},
            {"--rl.critic_warmup", [](RlConfig& x) { x.algo = "grpo", x.critic_warmup = 3; }},  // no value head to warm up
            // every number finite and within what a run could use (issue 42's hostile values)
@@ -744,7 +764,7 @@ TEST(RlConfig, FlagsParseThroughTheSchema) {
   EXPECT_NE(error({"--rl.epochs=0"}).find("--rl.epochs"), std::string::npos);  // validated
   EXPECT_NE(error({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
   const std::string help = rl_flags_help();
-  EXPECT_NE(help.find("  --optimizer.lr FLOAT (default 0.0001)  "), std::string::npos) << help;
+  EXPECT_NE(help.find("  --optimizer.lr FLOAT (default 0.0)  "), std::string::npos) << help;
   EXPECT_NE(help.find("  --rl.mode async|sync (default async)  "), std::string::npos) << help;
 }
 

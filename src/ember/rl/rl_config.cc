@@ -82,12 +82,12 @@ void RlFields::operator()(C& c, V&& v) const {
   v("rl.shaping", c.shaping, Choices{}, "return = success + shaping x progress in metres");
   v("rl.clip", c.clip, Choices{}, "PPO ratio clip");
   v("rl.max_staleness", c.max_staleness, Choices{}, "async: drop groups sampled more than K versions ago");
-  v("optimizer.lr", c.optimizer.lr, Choices{}, "the policy's AdamW learning rate");
+  v("optimizer.lr", c.optimizer.lr, Choices{}, "the policy's AdamW learning rate (0: 1e-5 for a policy of >= 10 M parameters, 1e-4 below)");
   v("optimizer.weight_decay", c.optimizer.weight_decay, Choices{}, "the policy's AdamW weight decay (πRL's)");
   v("optimizer.grad_clip_norm", c.optimizer.grad_clip_norm, Choices{}, "clip the global gradient norm to this");
   v("optimizer.betas", c.optimizer.betas, Choices{}, "AdamW's two betas (πRL's)");
   v("optimizer.eps", c.optimizer.eps, Choices{}, "AdamW epsilon");
-  v("rl.lr_warmup", c.lr_warmup, Choices{}, "steps over which the learning rate rises linearly to --optimizer.lr (0: none)");
+  v("rl.lr_warmup", c.lr_warmup, Choices{}, "steps over which the learning rate rises linearly to --optimizer.lr (0: none; -1: 10 for a policy of >= 10 M parameters, 0 below)");
   v("rl.critic_warmup", c.critic_warmup, Choices{}, "PPO: steps at the start in which only the value head learns (the policy's lr is 0)");
   v("rl.micro_batch", c.micro_batch, Choices{}, "chunks per learner micro-batch");
   v("rl.kl_every", c.kl_every, Choices{}, "measure the KL to the start policy on every N-th micro-batch");
@@ -95,8 +95,8 @@ void RlFields::operator()(C& c, V&& v) const {
     "passes over each step's groups, each ending in an optimizer step; passes after the first learn from ratios away from 1, which the clip bounds (PPO's epochs)");
   v("rl.target_kl", c.target_kl, Choices{},
     "> 0: a pass after the first whose KL from the sampling policy (per term) exceeds this is dropped without an optimizer step, and the step's passes end (PPO's early stop; 0: off)");
-  v("rl.train", c.train, Choices{"all", "expert"},
-    "all: the whole policy; expert: the action expert only (the vision tower, embedding and language model frozen)");
+  v("rl.train", c.train, Choices{"auto", "all", "expert"},
+    "all: the whole policy; expert: the action expert only (the vision tower, embedding and language model frozen); auto: expert for a policy of >= 10 M parameters, all below");
   v("rl.gamma", c.gamma, Choices{}, "PPO: discount per chunk");
   v("rl.gae_lambda", c.gae_lambda, Choices{}, "PPO: GAE lambda");
   v("rl.value_lr", c.value_lr, Choices{}, "PPO: the value head's learning rate");
@@ -108,6 +108,14 @@ void RlFields::operator()(C& c, V&& v) const {
 }
 
 }  // namespace
+
+RlConfig with_size_defaults(RlConfig c, int64_t policy_parameters) {
+  const bool large = policy_parameters >= kLargePolicyParameters;
+  if (c.optimizer.lr == 0) c.optimizer.lr = large ? 1e-5 : 1e-4;
+  if (c.lr_warmup < 0) c.lr_warmup = large ? 10 : 0;
+  if (c.train == "auto") c.train = large ? "expert" : "all";
+  return c;
+}
 
 void validate(const RlConfig& c) {
   require(!c.checkpoint.empty() || !c.policy.preset.empty(), "checkpoint", "missing (or --policy.preset for a fresh policy)");
@@ -144,10 +152,10 @@ void validate(const RlConfig& c) {
   require(c.shaping >= 0 && c.shaping <= 1e6, "rl.shaping", "must be in [0, 1e6]");
   require(c.clip > 0 && c.clip < 1, "rl.clip", "must be in (0, 1)");
   require(c.max_staleness >= 0 && c.max_staleness <= kMaxCount, "rl.max_staleness", "must be in 0..1000000000");
-  require(c.optimizer.lr > 0 && c.optimizer.lr <= 1, "optimizer.lr", "must be in (0, 1]");
+  require(c.optimizer.lr >= 0 && c.optimizer.lr <= 1, "optimizer.lr", "must be in [0, 1] (0: by the policy's size)");
   for (double b : c.optimizer.betas) require(b >= 0 && b < 1, "optimizer.betas", "values in [0, 1)");
   require(c.optimizer.eps > 0 && c.optimizer.eps <= 1, "optimizer.eps", "must be in (0, 1]");
-  require(c.lr_warmup >= 0 && c.lr_warmup <= kMaxCount, "rl.lr_warmup", "must be in 0..1000000000");
+  require(c.lr_warmup >= -1 && c.lr_warmup <= kMaxCount, "rl.lr_warmup", "must be in -1..1000000000 (-1: by the policy's size)");
   require(c.critic_warmup >= 0 && c.critic_warmup <= kMaxCount, "rl.critic_warmup", "must be in 0..1000000000");
   require(c.critic_warmup == 0 || c.algo == "ppo", "rl.critic_warmup", "needs --rl.algo ppo (GRPO has no value head)");
   require(c.optimizer.grad_clip_norm > 0 && c.optimizer.grad_clip_norm <= 1e6, "optimizer.grad_clip_norm", "must be in (0, 1e6]");
@@ -155,7 +163,7 @@ void validate(const RlConfig& c) {
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
   require(c.target_kl >= 0 && std::isfinite(c.target_kl), "rl.target_kl", "must be a finite number >= 0");
-  require(c.train == "all" || c.train == "expert", "rl.train", "expected all or expert, got '" + c.train + "'");
+  require(c.train == "auto" || c.train == "all" || c.train == "expert", "rl.train", "expected auto, all or expert, got '" + c.train + "'");
   require(c.save_freq >= 0 && c.save_freq <= kMaxCount, "save_freq", "must be in 0..1000000000");
   require(c.eval_freq >= 0 && c.eval_freq <= kMaxCount, "eval_freq", "must be in 0..1000000000");
   require(c.eval.trials >= 1 && c.eval.trials <= 1000000, "eval.trials", "must be in 1..1000000");

@@ -75,11 +75,12 @@ struct RlConfig {
   double clip = 0.2;              // PPO ratio clip
   int64_t max_staleness = 1;      // async: drop groups sampled more than this many versions ago
   // the policy's AdamW (πRL's betas and weight decay); value_lr is the value head's
-  train::OptimizerConfig optimizer{.lr = 1e-4, .weight_decay = 0.01, .grad_clip_norm = 1.0, .betas = {0.9, 0.95}, .eps = 1e-8};
+  // optimizer.lr 0: by the policy's size (with_size_defaults)
+  train::OptimizerConfig optimizer{.lr = 0, .weight_decay = 0.01, .grad_clip_norm = 1.0, .betas = {0.9, 0.95}, .eps = 1e-8};
   // the policy's learning rate rises linearly over the first lr_warmup steps (lr (k + 1) /
   // lr_warmup at step k; 0: none): AdamW's first steps move every weight by about lr whatever
   // the gradient's size (step 1's clip fraction was 10x the later steps')
-  int64_t lr_warmup = 0;
+  int64_t lr_warmup = -1;  // -1: by the policy's size (with_size_defaults)
   // PPO: the policy's learning rate is 0 over the first critic_warmup steps (the value head alone
   // learns, from the starting policy's rollouts); lr_warmup's ramp starts after them
   int64_t critic_warmup = 0;
@@ -90,7 +91,7 @@ struct RlConfig {
                                   // dropped, and the step's passes end there (0: every pass steps)
   // what the learner trains: "all" the policy, or the action "expert" only (the prefix's vision
   // tower, embedding and language model frozen: model::is_prefix_parameter)
-  std::string train = "all";
+  std::string train = "auto";  // auto: by the policy's size (with_size_defaults)
   int64_t save_freq = 0;          // 0: only at the end
   // --eval_freq N: the learner's policy in closed loop on the suite's evaluation states (as
   // `ember eval`) at the start, every N steps and at the end; eval.jsonl (0: never)
@@ -115,6 +116,16 @@ struct RlConfig {
 
 // Refuses (Error kInvalidArgument naming the flag) a config that cannot run.
 void validate(const RlConfig& config);
+
+// The defaults that depend on the policy's size, measured in two regimes (docs/rl.md): a policy
+// of kLargePolicyParameters or more (`small` 145 M, pi05, GR00T) keeps its success on ember10
+// only with a small, warmed-up learning rate on the action expert (lr 1e-4 on the whole `small`
+// policy took it from 77 to 47 %); a smaller one (`tiny`, 0.24 M) gains on `easy` with the whole
+// policy at 1e-4 and barely moves with the large recipe (bench/results/rl_defaults_cpu_2026-12-04.md).
+// Fills optimizer.lr (0), lr_warmup (-1) and train ("auto") where they were left so; flags
+// given keep their values.
+inline constexpr int64_t kLargePolicyParameters = 10'000'000;
+RlConfig with_size_defaults(RlConfig c, int64_t policy_parameters);
 
 // `ember rl`'s flags (--name=value or --name value; --task repeats), validated. Throws
 // kInvalidArgument naming the flag (an unknown one with the nearest known name).

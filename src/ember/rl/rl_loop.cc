@@ -51,6 +51,22 @@ struct Counters {
   int64_t waits_ns = 0, env_steps = 0, rollout_ns = 0, learner_ns = 0, batches = 0, requests = 0;
 };
 
+// --resume: `flag` must have the value `now` that the run being resumed had (its rl_config.json);
+// `before`: the value in files from before the flag.
+void must_keep(const fs::path& checkpoint, const std::string& flag, const std::string& now, const std::string& before) {
+  const auto file = (checkpoint / "rl_config.json").string();
+  const auto saved = read_json_file(file);
+  std::string was = before;
+  if (const nlohmann::json* v = saved_rl_field(saved, flag)) {
+    if (v->is_string()) was = v->get<std::string>();
+    else if (v->is_number_integer()) was = std::to_string(v->get<int64_t>());
+    else throw Error(ErrorKind::kCorruption, file + ": \"" + flag + "\" is " + v->dump());
+  }
+  if (now != was)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--" + flag + "=" + now + ": the run being resumed used '" + was + "' (" + file + "); resume it with --" + flag + "=" + was);
+}
+
 std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
   std::error_code ec;
   if (fs::exists(c.output_dir, ec) && !fs::is_directory(c.output_dir, ec))
@@ -58,28 +74,11 @@ std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
   if (c.resume) {
     auto latest = train::find_latest_checkpoint(c.output_dir);
     if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
-    // the optimizer's state is the trained parameters': a run resumes training what it trained
-    const auto file = (latest->dir / "rl_config.json").string();
-    const auto saved = read_json_file(file);
-    // the field as the run being resumed had it; `before`: its value in files from before the flag
-    auto then = [&](const std::string& flag, const std::string& before) {
-      const nlohmann::json* v = saved_rl_field(saved, flag);
-      if (!v) return before;
-      if (v->is_string()) return v->get<std::string>();
-      if (v->is_number_integer()) return std::to_string(v->get<int64_t>());
-      throw Error(ErrorKind::kCorruption, file + ": \"" + flag + "\" is " + v->dump());
-    };
-    auto must_keep = [&](const std::string& flag, const std::string& now, const std::string& before) {
-      const std::string was = then(flag, before);
-      if (now != was)
-        throw Error(ErrorKind::kInvalidArgument, "--" + flag + "=" + now + ": the run being resumed used '" + was + "' (" + file +
-                                                     "); resume it with --" + flag + "=" + was);
-    };
-    must_keep("rl.train", c.train, "all");  // "all" where it predates the flag
     // the sampler the run optimised: a run from before these flags used a fixed std on the
-    // policy's own steps
-    must_keep("rl.noise_method", c.noise_method, "every_step");
-    must_keep("rl.denoise_steps", std::to_string(c.denoise_steps), "0");
+    // policy's own steps (what it trained is checked once the policy's size settles --rl.train:
+    // Policies)
+    must_keep(latest->dir, "rl.noise_method", c.noise_method, "every_step");
+    must_keep(latest->dir, "rl.denoise_steps", std::to_string(c.denoise_steps), "0");
     return latest;
   }
   if (!train::list_checkpoints(c.output_dir).empty())
@@ -237,16 +236,23 @@ LearnerOptions learner_options(const RlConfig& c, int64_t action_dim) {
 // value head and the rollout's copy of it; every rank starts from rank 0's weights, or from the
 // checkpoint being resumed.
 struct Policies {
+  RlConfig config;  // the run's flags with the size-dependent defaults filled in (with_size_defaults)
   train::PolicyBundle bundle;
   ValueHead value = nullptr, rollout_value = nullptr;
   LearnerOptions options;
   std::unique_ptr<Learner> learner;
   Resumed from;
 
-  Policies(const RlConfig& c, const Runtime& rt, const std::shared_ptr<dist::Collectives>& ranks,
+  Policies(const RlConfig& given, const Runtime& rt, const std::shared_ptr<dist::Collectives>& ranks,
            const std::optional<train::CheckpointRef>& resume) {
     std::unique_lock<std::mutex> seeded(seeded_init_mutex());
-    bundle = starting_policy(c, rt.tasks, rt.device);
+    bundle = starting_policy(given, rt.tasks, rt.device);
+    int64_t parameters = 0;
+    for (const auto& t : bundle.module->parameters()) parameters += t.numel();
+    config = with_size_defaults(given, parameters);
+    const RlConfig& c = config;
+    // the optimizer's state is the trained parameters': a run resumes training what it trained
+    if (resume) must_keep(resume->dir, "rl.train", c.train, "all");  // "all" where it predates the flag
     if (c.algo == "ppo") {
       at::manual_seed(uint64_t(c.seed) + 1);
       value = ValueHead(bundle.module->prefix_feature_dim(), c.value_hidden);
@@ -400,12 +406,13 @@ std::string save_checkpoint(train::CheckpointWriter& writer, const RlConfig& c, 
 
 }  // namespace
 
-RlResult run_rl(const RlConfig& c, const std::function<void(const IterationStats&)>& on_iteration,
+RlResult run_rl(const RlConfig& given, const std::function<void(const IterationStats&)>& on_iteration,
                 std::shared_ptr<dist::Collectives> ranks) {
-  validate(c);
-  const Runtime rt(c, ranks.get());
-  const auto resume = resume_point(c);
-  Policies p(c, rt, ranks, resume);
+  validate(given);
+  const Runtime rt(given, ranks.get());
+  const auto resume = resume_point(given);
+  Policies p(given, rt, ranks, resume);
+  const RlConfig& c = p.config;
   Learner& learner = *p.learner;
   fs::create_directories(c.output_dir);
   if (rt.rank == 0) write_json_file((fs::path(c.output_dir) / "rl_config.json").string(), to_json(c));
