@@ -39,7 +39,8 @@ model::PolicyShape tiny_shape() {
   return s;
 }
 
-std::vector<model::PolicySample> samples(const model::PolicyShape& shape, int n, int salt = 0) {
+// state_dim > 0: each sample carries a state (GR00T's state token reads it)
+std::vector<model::PolicySample> samples(const model::PolicyShape& shape, int n, int salt = 0, int64_t state_dim = 0) {
   std::vector<model::PolicySample> out(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     auto& s = out[size_t(i)];
@@ -49,6 +50,7 @@ std::vector<model::PolicySample> samples(const model::PolicyShape& shape, int n,
     }
     s.prompt.push_back(2);
     for (int j = 0; j < 4 + i % 3; ++j) s.prompt.push_back((salt * 31 + i * 13 + j * 5) % shape.vocab);
+    if (state_dim > 0) s.state = at::rand({state_dim}) * 2 - 1;
   }
   return out;
 }
@@ -359,7 +361,8 @@ TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
 }
 
 // Groups of stored chains sampled from the policy, with the given returns.
-std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns) {
+std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns,
+                          int64_t state_dim = 0) {
   std::vector<Group> out;
   int salt = 0;
   for (const auto& rs : returns) {
@@ -369,7 +372,7 @@ std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& nois
       Trajectory t;
       t.ret = r;
       t.success = r > 0.5;
-      auto s = samples(policy.base_shape(), 2, ++salt);
+      auto s = samples(policy.base_shape(), 2, ++salt, state_dim);
       Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77));
       for (int j = 0; j < 2; ++j)
         t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], c.noisy_step.defined() ? c.noisy_step[j].item<int64_t>() : -1, 0});
@@ -521,6 +524,55 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   EXPECT_GT(s2.kl, 0);
 }
 
+
+// The same on-policy step through GR00T's velocity (its time convention turned into pi0's by
+// prefix_velocity, its DiT in eval mode): the better chains gain likelihood, the worse lose it,
+// under both noise methods.
+TEST(Learner, GrootOnPolicyStepRaisesTheLikelihoodOfBetterChains) {
+  for (auto method : {NoiseMethod::kEveryStep, NoiseMethod::kSde}) {
+    model::ShapeOptions o;
+    o.preset = "tiny";
+    o.horizon = 4;
+    o.flow_steps = 3;
+    o.max_action_dim = 9;
+    o.image_size = 16;
+    o.vocab = tiny_shape().vocab;
+    model::FeatureSpec spec;
+    spec.state_dim = 7;
+    spec.action_dim = 7;
+    auto arch = model::policy_type("groot").from_preset(o)->fit_features(spec, "test", false);
+    at::manual_seed(5);
+    train::PolicyBundle b;
+    b.arch = arch;
+    b.shape = arch->base();
+    b.module = arch->build({}, at::kCPU);
+    b.module->eval();
+    const auto& shape = b.shape;
+    FlowNoise noise{method == NoiseMethod::kSde ? 0.5 : 0.2, 7, method};
+    auto gs = groups(*b.module, noise, {{1, 0}}, 7);
+    at::Device cpu(at::kCPU);
+    LearnerOptions lo;
+    lo.noise = noise;
+    lo.lr = 1e-3;
+    Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, lo);
+    learner.accumulate(gs[0]);
+    auto s = learner.step();
+    EXPECT_EQ(s.clip_frac, 0);
+    EXPECT_GT(s.grad_norm, 0);
+    auto logp = [&](const Trajectory& t) {
+      at::NoGradGuard no_grad;
+      std::vector<model::PolicySample> ss{t.chunks[0].sample, t.chunks[1].sample};
+      auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
+      at::Tensor steps;
+      if (method == NoiseMethod::kSde) steps = at::tensor(std::vector<int64_t>{t.chunks[0].noisy_step, t.chunks[1].noisy_step}, at::kLong);
+      return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise).sum().item<double>();
+    };
+    auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
+    const bool sde = method == NoiseMethod::kSde;
+    EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0])) << (sde ? "sde" : "every_step");  // advantage +1
+    EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1])) << (sde ? "sde" : "every_step");  // advantage -1
+  }
+}
 
 TEST(Ppo, GaeByHand) {
   const std::vector<double> r{0.5, -0.2, 1.0}, v{0.1, 0.3, -0.4};
