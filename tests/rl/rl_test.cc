@@ -525,6 +525,43 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
 }
 
 
+// With its noise set to zero the rollout's chain is the deterministic sampler `ember eval` runs:
+// for each registered type, the chain's last state equals sample_actions from the same x_0, so
+// RL optimises the policy that is deployed (GR00T: through prefix_velocity's conversion of its
+// time convention and time buckets). Without padded action dims: there the chain keeps pi0.5's
+// padded dims on their trained path t * x_0 where sample_actions integrates them, which differs
+// by what a policy's padded velocity is off its target (0.05 for random tiny weights).
+TEST(FlowNoise, ZeroNoiseChainIsTheDeployedSampler) {
+  for (const auto& type : model::policy_types()) {
+    model::ShapeOptions o;
+    o.preset = "tiny";
+    o.horizon = 4;
+    o.flow_steps = 3;
+    o.max_action_dim = 7;
+    o.image_size = 16;
+    o.vocab = tiny_shape().vocab;
+    model::FeatureSpec spec;
+    spec.state_dim = 7;
+    spec.action_dim = 7;
+    auto arch = type.from_preset(o);
+    if (auto fitted = arch->fit_features(spec, "test", false)) arch = fitted;
+    at::manual_seed(11);
+    auto module = arch->build({}, at::kCPU);
+    module->eval();
+    const auto& shape = arch->base();
+    auto s = samples(shape, 3, 4, 7);
+    auto in = inputs(shape, s);
+    in.plan = in.plan.with_mask();
+    auto x0 = at::randn({3, shape.horizon, shape.max_action_dim});
+    FlowNoise noise{0.2, 7, NoiseMethod::kEveryStep};
+    at::NoGradGuard no_grad;
+    auto chain = integrate_chain(*module, in, x0, at::zeros({shape.flow_steps, 3, shape.horizon, 7}), {}, noise);
+    auto last = chain[0].select(1, shape.flow_steps).narrow(-1, 0, 7);
+    auto deployed = module->sample_actions(in, x0.clone()).narrow(-1, 0, 7);
+    EXPECT_LT((last - deployed).abs().max().item<double>(), 1e-5) << type.name;
+  }
+}
+
 // The same on-policy step through GR00T's velocity (its time convention turned into pi0's by
 // prefix_velocity, its DiT in eval mode): the better chains gain likelihood, the worse lose it,
 // under both noise methods.
