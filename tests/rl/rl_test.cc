@@ -494,11 +494,14 @@ TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
     EXPECT_TRUE(at::equal(every.params()[i].second, first.params()[i].second)) << every.params()[i].first;
 }
 
-TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
-  auto shape = tiny_shape();
-  auto b = bundle_of(shape, 5);
-  FlowNoise noise{0.2, 7};
-  auto gs = groups(*b.module, noise, {{1, 0}});
+// One on-policy step on a group of two trajectories with returns 1 and 0 (states of state_dim
+// where the type reads them): every ratio is 1 and the policy is the reference, the better
+// chains gain likelihood and the worse lose it; a second step on the same (now off-policy)
+// chains sees a KL > 0.
+void expect_on_policy_step_raises_better_chains(const train::PolicyBundle& b, const FlowNoise& noise, int64_t state_dim) {
+  const std::string what = b.module->type() + (noise.method == NoiseMethod::kSde ? ", sde" : ", every_step");
+  const auto& shape = b.shape;
+  auto gs = groups(*b.module, noise, {{1, 0}}, state_dim);
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
@@ -506,24 +509,50 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
   learner.accumulate(gs[0]);
   auto s = learner.step();
-  EXPECT_EQ(s.clip_frac, 0);       // on-policy: every ratio is 1
-  EXPECT_NEAR(s.kl, 0, 1e-6);      // and the policy is the reference
-  EXPECT_GT(s.grad_norm, 0);
+  EXPECT_EQ(s.clip_frac, 0) << what;   // on-policy: every ratio is 1
+  EXPECT_NEAR(s.kl, 0, 1e-6) << what;  // and the policy is the reference
+  EXPECT_GT(s.grad_norm, 0) << what;
   auto logp = [&](const Trajectory& t) {
     at::NoGradGuard no_grad;
-    std::vector<model::PolicySample> s{t.chunks[0].sample, t.chunks[1].sample};
+    std::vector<model::PolicySample> ss{t.chunks[0].sample, t.chunks[1].sample};
     auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
-    return chain_log_prob(*learner.policy(), inputs(shape, s), x, {}, noise).sum().item<double>();
+    at::Tensor steps;
+    if (noise.method == NoiseMethod::kSde) steps = at::tensor(std::vector<int64_t>{t.chunks[0].noisy_step, t.chunks[1].noisy_step}, at::kLong);
+    return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise).sum().item<double>();
   };
   auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
-  EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0]));  // advantage +1
-  EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1]));  // advantage -1
-  // a second step on the same (now off-policy) chains sees ratios != 1 and a KL > 0
+  EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0])) << what;  // advantage +1
+  EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1])) << what;  // advantage -1
   learner.accumulate(gs[0]);
-  auto s2 = learner.step();
-  EXPECT_GT(s2.kl, 0);
+  EXPECT_GT(learner.step().kl, 0) << what;
 }
 
+TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
+  expect_on_policy_step_raises_better_chains(bundle_of(tiny_shape(), 5), FlowNoise{0.2, 7}, 0);
+}
+
+// A tiny policy of a registered type, in eval mode, on states and actions of 7 dims (padded to
+// max_action_dim), its weights drawn from `seed`.
+train::PolicyBundle tiny_of_type(const model::PolicyType& type, int max_action_dim, uint64_t seed) {
+  model::ShapeOptions o;
+  o.preset = "tiny";
+  o.horizon = 4;
+  o.flow_steps = 3;
+  o.max_action_dim = max_action_dim;
+  o.image_size = 16;
+  o.vocab = tiny_shape().vocab;
+  model::FeatureSpec spec;
+  spec.state_dim = 7;
+  spec.action_dim = 7;
+  train::PolicyBundle b;
+  b.arch = type.from_preset(o);
+  if (auto fitted = b.arch->fit_features(spec, "test", false)) b.arch = fitted;
+  b.shape = b.arch->base();
+  at::manual_seed(seed);
+  b.module = b.arch->build({}, at::kCPU);
+  b.module->eval();
+  return b;
+}
 
 // With its noise set to zero the rollout's chain is the deterministic sampler `ember eval` runs:
 // for each registered type, the chain's last state equals sample_actions from the same x_0, so
@@ -533,22 +562,9 @@ TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
 // by what a policy's padded velocity is off its target (0.05 for random tiny weights).
 TEST(FlowNoise, ZeroNoiseChainIsTheDeployedSampler) {
   for (const auto& type : model::policy_types()) {
-    model::ShapeOptions o;
-    o.preset = "tiny";
-    o.horizon = 4;
-    o.flow_steps = 3;
-    o.max_action_dim = 7;
-    o.image_size = 16;
-    o.vocab = tiny_shape().vocab;
-    model::FeatureSpec spec;
-    spec.state_dim = 7;
-    spec.action_dim = 7;
-    auto arch = type.from_preset(o);
-    if (auto fitted = arch->fit_features(spec, "test", false)) arch = fitted;
-    at::manual_seed(11);
-    auto module = arch->build({}, at::kCPU);
-    module->eval();
-    const auto& shape = arch->base();
+    auto b = tiny_of_type(type, 7, 11);
+    auto& module = b.module;
+    const auto& shape = b.shape;
     auto s = samples(shape, 3, 4, 7);
     auto in = inputs(shape, s);
     in.plan = in.plan.with_mask();
@@ -563,52 +579,11 @@ TEST(FlowNoise, ZeroNoiseChainIsTheDeployedSampler) {
 }
 
 // The same on-policy step through GR00T's velocity (its time convention turned into pi0's by
-// prefix_velocity, its DiT in eval mode): the better chains gain likelihood, the worse lose it,
-// under both noise methods.
+// prefix_velocity, its DiT in eval mode), under both noise methods.
 TEST(Learner, GrootOnPolicyStepRaisesTheLikelihoodOfBetterChains) {
-  for (auto method : {NoiseMethod::kEveryStep, NoiseMethod::kSde}) {
-    model::ShapeOptions o;
-    o.preset = "tiny";
-    o.horizon = 4;
-    o.flow_steps = 3;
-    o.max_action_dim = 9;
-    o.image_size = 16;
-    o.vocab = tiny_shape().vocab;
-    model::FeatureSpec spec;
-    spec.state_dim = 7;
-    spec.action_dim = 7;
-    auto arch = model::policy_type("groot").from_preset(o)->fit_features(spec, "test", false);
-    at::manual_seed(5);
-    train::PolicyBundle b;
-    b.arch = arch;
-    b.shape = arch->base();
-    b.module = arch->build({}, at::kCPU);
-    b.module->eval();
-    const auto& shape = b.shape;
-    FlowNoise noise{method == NoiseMethod::kSde ? 0.5 : 0.2, 7, method};
-    auto gs = groups(*b.module, noise, {{1, 0}}, 7);
-    at::Device cpu(at::kCPU);
-    LearnerOptions lo;
-    lo.noise = noise;
-    lo.lr = 1e-3;
-    Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, lo);
-    learner.accumulate(gs[0]);
-    auto s = learner.step();
-    EXPECT_EQ(s.clip_frac, 0);
-    EXPECT_GT(s.grad_norm, 0);
-    auto logp = [&](const Trajectory& t) {
-      at::NoGradGuard no_grad;
-      std::vector<model::PolicySample> ss{t.chunks[0].sample, t.chunks[1].sample};
-      auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
-      at::Tensor steps;
-      if (method == NoiseMethod::kSde) steps = at::tensor(std::vector<int64_t>{t.chunks[0].noisy_step, t.chunks[1].noisy_step}, at::kLong);
-      return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise).sum().item<double>();
-    };
-    auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
-    const bool sde = method == NoiseMethod::kSde;
-    EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0])) << (sde ? "sde" : "every_step");  // advantage +1
-    EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1])) << (sde ? "sde" : "every_step");  // advantage -1
-  }
+  for (auto method : {NoiseMethod::kEveryStep, NoiseMethod::kSde})
+    expect_on_policy_step_raises_better_chains(tiny_of_type(model::policy_type("groot"), 9, 5),
+                                               FlowNoise{method == NoiseMethod::kSde ? 0.5 : 0.2, 7, method}, 7);
 }
 
 TEST(Ppo, GaeByHand) {

@@ -5,9 +5,9 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
@@ -180,11 +180,10 @@ PolicyBundle checkpoint_bundle(RunPolicy& policy, PolicyState& ps, const TrainCo
     imported.reset();
     say("ember train: initialised from " + *config.policy.path);
   } else if (resume) {
-    auto dir = *resume;
+    const fs::path& dir = *resume;
     if (fs::exists(dir / "lerobot_config.json")) bundle.lerobot_config = model::read_ordered_json(dir / "lerobot_config.json");
     if (fs::exists(dir / "lerobot_unused.safetensors")) bundle.lerobot_unused = model::load_tensors((dir / "lerobot_unused.safetensors").string());
   }
-
   return bundle;
 }
 
