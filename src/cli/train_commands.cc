@@ -127,14 +127,22 @@ int print_prediction(const PredictArgs& a) {
 namespace {
 
 int run_export(const std::string& checkpoint, const std::string& to, const std::string& out) {
-  if (to != "lerobot") fail(ErrorKind::kInvalidArgument, "--to: expected lerobot, got '" + to + "'");
-  if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to lerobot OUT)");
+  std::string formats;
+  for (const auto& t : model::policy_types())
+    if (!t.export_format.empty() && formats.find(t.export_format) == std::string::npos) formats += (formats.empty() ? "" : " | ") + t.export_format;
+  bool known = false;
+  for (const auto& t : model::policy_types()) known = known || t.export_format == to;
+  if (!known) fail(ErrorKind::kInvalidArgument, "--to: expected " + formats + ", got '" + to + "'");
+  if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to " + formats + " OUT)");
   check_output_dir(out, "OUT");
   const bool foreign = model::foreign_policy_type(checkpoint) != nullptr;
   auto bundle = foreign ? train::import_lerobot_bundle(checkpoint, std::nullopt, /*need_tokenizer=*/false)
                         : train::load_policy(checkpoint, at::kCPU);
   train::export_policy(bundle, to, out);
-  std::printf("wrote %s: a LeRobot %s policy (config.json, model.safetensors, processor files)\n", out.c_str(), bundle.arch->type().c_str());
+  if (to == "lerobot")
+    std::printf("wrote %s: a LeRobot %s policy (config.json, model.safetensors, processor files)\n", out.c_str(), bundle.arch->type().c_str());
+  else
+    std::printf("wrote %s: a %s policy directory (config.json, model.safetensors)\n", out.c_str(), to.c_str());
   return 0;
 }
 
@@ -167,9 +175,9 @@ void add_train_commands(CLI::App& app, Action& action) {
   auto ex_checkpoint = std::make_shared<std::string>();
   auto ex_to = std::make_shared<std::string>();
   auto ex_out = std::make_shared<std::string>();
-  CLI::App* ex = app.add_subcommand("export", "write a checkpoint as a LeRobot policy directory (the types that have an export)");
+  CLI::App* ex = app.add_subcommand("export", "write a checkpoint as a reference policy directory (LeRobot pi0.5, GR00T-N1.5)");
   ex->add_option("--checkpoint", *ex_checkpoint, "checkpoint, training output directory, or LeRobot / openpi directory")->required();
-  ex->add_option("--to", *ex_to, "target format: lerobot")->required();
+  ex->add_option("--to", *ex_to, "target format: lerobot (pi05) | groot_n15 (groot: Isaac-GR00T's GR00T-N1.5 layout)")->required();
   ex->add_option("out", *ex_out, "output directory (absent or empty)")->required();
   ex->callback([=, &action] { action = [=] { return run_export(*ex_checkpoint, *ex_to, *ex_out); }; });
 }

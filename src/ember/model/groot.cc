@@ -393,7 +393,8 @@ at::Tensor GrootPolicyImpl::sample_actions(const PolicyInputs& in, std::optional
   at::NoGradGuard no_grad;
   const auto device = in.actions.defined() ? in.actions.device() : in.images.device();
   const int64_t n = in.samples, h = shape.base.horizon, amax = shape.base.max_action_dim;
-  at::Tensor x = noise ? *noise : at::randn({n, h, amax}, at::TensorOptions().device(device).dtype(at::kFloat));
+  // a copy: the integration below writes x in place, and the caller's noise must stay as given
+  at::Tensor x = noise ? noise->to(at::kFloat).clone() : at::randn({n, h, amax}, at::TensorOptions().device(device).dtype(at::kFloat));
   const GrootLayout layout = make_groot_layout(in, shape);
   const Groups g = make_groups(in);
   auto ctx = context(in, layout);  // once: the backbone does not depend on the flow time; no dropout

@@ -44,6 +44,9 @@ struct GrootShape {
   // final_dropout); a training setting, the same for every preset, recorded in policy.json
   double dropout = 0.2;
   std::vector<GrootEmbodiment> embodiments;  // up to 32 (max_num_embodiments)
+  // N1.5's padded widths (a GR00T-N1.5 directory's heads, groot_n15.h): a dataset's narrower
+  // states and actions are zero-padded to embodiment 0's widths instead of refitting its heads
+  bool padded_heads = false;
 
   int inner() const { return dit_heads * dit_head_dim; }
   int step_tokens() const { return 1 + future_tokens + base.horizon; }  // DiT tokens per sample

@@ -1,10 +1,11 @@
 // GR00T-N1.5's registration (policy_type.h): presets, policy.json, embodiment 0 fitted to the
-// dataset, the build options it has (a trainable backbone; no FP8 layers or bf16 parameters yet).
-// No reference directory is read or written yet.
+// dataset, the build options it has (a trainable backbone; no FP8 layers or bf16 parameters yet),
+// and GR00T-N1.5 directories in and out (groot_n15.h).
 #include <algorithm>
 
 #include "ember/core/error.h"
 #include "ember/model/groot.h"
+#include "ember/model/groot_n15.h"
 #include "ember/model/policy_type.h"
 
 namespace ember::model {
@@ -21,6 +22,13 @@ class GrootArch : public PolicyArch {
   std::shared_ptr<const PolicyArch> fit_features(const FeatureSpec& spec, const std::string& root, bool resumed) const override {
     const GrootEmbodiment want{int(spec.state_dim), int(spec.action_dim)};
     const auto& e = shape_.embodiments.at(0);
+    if (shape_.padded_heads) {  // N1.5's widths stay (its weights were trained on them): narrower data is zero-padded
+      if (want.state_dim > e.state_dim || want.action_dim > e.action_dim)
+        throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
+                                                     std::to_string(want.action_dim) + ", the policy's embodiment 0 takes at most " +
+                                                     std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
+      return nullptr;
+    }
     if (resumed && (e.state_dim != want.state_dim || e.action_dim != want.action_dim))
       throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
                                                    std::to_string(want.action_dim) + ", the checkpoint's embodiment 0 has " +
@@ -36,6 +44,8 @@ class GrootArch : public PolicyArch {
     for (int a = min_action; a <= max_action; ++a) g.embodiments.push_back({state_dim, a});
     return std::make_shared<GrootArch>(g);
   }
+
+  const GrootShape& shape() const { return shape_; }
 
   std::shared_ptr<PolicyModuleImpl> build(const BuildOptions& o, at::Device device) const override {
     policy_type_info(type()).check_options(o);
@@ -78,6 +88,7 @@ nlohmann::json groot_shape_to_json(const GrootShape& g) {
                 {"future_tokens", g.future_tokens}, {"max_seq_len", g.max_seq_len},
                 {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"dropout", g.dropout},
                 {"embodiments", embodiments}};
+  if (g.padded_heads) j["groot"]["padded_heads"] = true;
   return j;
 }
 
@@ -96,6 +107,7 @@ GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& wha
     g.future_tokens = h.at("future_tokens").get<int>(), g.max_seq_len = h.at("max_seq_len").get<int>();
     g.timestep_buckets = h.at("timestep_buckets").get<int>(), g.rope_base = h.at("rope_base").get<double>();
     if (h.contains("dropout")) g.dropout = h.at("dropout").get<double>();  // absent (older files): N1.5's 0.2
+    g.padded_heads = h.value("padded_heads", false);
     g.embodiments.clear();
     for (const auto& e : h.at("embodiments")) g.embodiments.push_back({e.at("state_dim").get<int>(), e.at("action_dim").get<int>()});
     validate(g);
@@ -110,6 +122,33 @@ GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& wha
 
 std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape) { return std::make_shared<GrootArch>(shape); }
 
+namespace {
+
+// A GR00T-N1.5 directory: its shape with N1.5's padded widths, N1.5's rules for the features
+// (min-max normalisation, the task alone as the prompt, the loss over every chunk step); its
+// cameras are the dataset's (N1.5's config lists none), its statistics the dataset's.
+ImportedPolicy import_n15(const std::filesystem::path& dir) {
+  auto in = import_groot_n15(dir);
+  in.shape.padded_heads = true;
+  ImportedPolicy out;
+  out.arch = std::make_shared<GrootArch>(in.shape);
+  out.spec.state_dim = in.shape.embodiments.at(0).state_dim;
+  out.spec.action_dim = in.shape.base.max_action_dim;
+  for (const auto& key : {out.spec.state_key, out.spec.action_key}) out.spec.modes[key] = data::NormMode::kMinMax;
+  out.spec.state_in_prompt = false;
+  out.spec.loss_on_padded_steps = true;
+  out.params = std::move(in.params);
+  out.config = std::move(in.config);
+  out.kept = std::move(in.kept);
+  out.notes = std::move(in.notes);
+  out.notes.push_back("GR00T-N1.5: embodiment 0's heads read the dataset (N1.5's new_embodiment is id 31); the statistics in "
+                      "experiment_cfg/ are not read (fine-tuning takes the dataset's)");
+  out.skipped = std::move(in.skipped);
+  return out;
+}
+
+}  // namespace
+
 PolicyType groot_policy_type() {
   PolicyType t;
   static_cast<PolicyTypeInfo&>(t) = policy_type_info("groot");
@@ -117,6 +156,14 @@ PolicyType groot_policy_type() {
   t.from_json = [](const nlohmann::json& j, const std::string& what) -> std::shared_ptr<const PolicyArch> {
     return std::make_shared<GrootArch>(groot_shape_from_json(j, what));
   };
+  t.is_foreign_dir = [](const std::filesystem::path& dir) { return is_groot_n15_dir(dir); };
+  t.import_dir = import_n15;
+  t.export_dir = [](const std::filesystem::path& out, const PolicyArch& arch, const FeatureSpec&,
+                    const std::map<std::string, at::Tensor>& params, const std::map<std::string, at::Tensor>& kept,
+                    const nlohmann::ordered_json& config) {
+    write_groot_n15(out, dynamic_cast<const GrootArch&>(arch).shape(), params, kept, config);
+  };
+  t.export_format = "groot_n15";
   return t;
 }
 

@@ -69,6 +69,11 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
                               const std::map<std::string, std::string>& rename) {
   FeatureSpec spec = like;
   spec.fps = meta.info.fps;
+  if (spec.cameras.empty()) {  // a policy that names no cameras (a GR00T-N1.5 directory) reads the dataset's, in its order
+    for (const auto* cam : meta.info.cameras()) spec.cameras.push_back(cam->key);
+    if (int(spec.cameras.size()) > shape.max_cameras)
+      bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  }
   spec.set_camera_sources(rename, [&](const std::string& key) { return meta.info.find(key) != nullptr; }, "dataset " + meta.root);
   for (const auto& cam : spec.cameras) {
     if (cam.find("empty_camera_") != std::string::npos || spec.camera_sources.count(cam)) continue;  // an empty slot (LeRobot's empty_cameras), a renamed one

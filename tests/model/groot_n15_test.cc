@@ -1,0 +1,307 @@
+// GR00T-N1.5 directories in and out (model/groot_n15.h), on tests/fixtures/groot_n15_tiny (made by
+// tests/python/groot_n15_reference.py from LeRobot 0.5.1's N1.5 modules: Eagle 2.5 with SigLIP and
+// Qwen3, FlowmatchingActionHead): the import gives ember's shape and weights; ember's backbone
+// features, training loss and sample_actions equal the reference's on the stored inputs (fp32,
+// CPU, 1e-4 relative; both attention layouts); the export writes the reference's state dict back
+// bit for bit; bad directories are refused by name.
+#include <gtest/gtest.h>
+
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ember/core/error.h"
+#include "ember/core/json_file.h"
+#include "ember/model/groot.h"
+#include "ember/model/groot_n15.h"
+#include "ember/model/policy_type.h"
+#include "ember/model/weights.h"
+#include "test_util.h"
+
+namespace ember::model {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kFixture = fs::path(EMBER_TEST_DATA) / "groot_n15_tiny";
+constexpr double kRtol = 1e-4;  // issue 41: fp32 on the CPU
+
+struct Reference {
+  std::map<std::string, at::Tensor> t;
+  nlohmann::json meta;
+  Reference() {
+    std::map<std::string, std::string> md;
+    t = load_tensors((kFixture / "reference.safetensors").string(), &md);
+    meta = nlohmann::json::parse(md.at("reference"));
+  }
+  const at::Tensor& operator()(const std::string& name) const { return t.at(name); }
+};
+
+const Reference& ref() {
+  static const Reference r;
+  return r;
+}
+
+double rel(const at::Tensor& a, const at::Tensor& b) {
+  auto d = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+  return d / std::max(b.to(at::kDouble).abs().max().item<double>(), 1e-12);
+}
+
+GrootPolicy imported_policy(const GrootN15Import& im) {
+  at::set_num_threads(1);
+  GrootPolicy p(im.shape);
+  NamedTensors params;
+  for (const auto& q : p->named_parameters()) params.emplace_back(q.key(), q.value());
+  load_into(params, im.params, "reference");
+  p->eval();
+  return p;
+}
+
+// The stored batch as ember's samples: each sample's cameras, its prompt, its real state and
+// action widths (N1.5 zero-pads them; ember pads them to the policy's widths), its embodiment.
+std::vector<PolicySample> reference_samples() {
+  const auto& m = ref().meta;
+  const int64_t batch = m["batch"].get<int64_t>(), cameras = m["cameras"].get<int64_t>();
+  const int64_t state_dim = m["state_dim"].get<int64_t>(), action_dim = m["action_dim"].get<int64_t>();
+  std::vector<PolicySample> out(static_cast<size_t>(batch));
+  for (int64_t i = 0; i < batch; ++i) {
+    auto& s = out[size_t(i)];
+    for (int64_t c = 0; c < cameras; ++c) {
+      s.images.push_back(ref()("pixel_values")[i * cameras + c].contiguous());
+      s.camera_slots.push_back(int(c));
+    }
+    for (const auto& id : m["prompts"][size_t(i)]) s.prompt.push_back(id.get<int>());
+    s.state = ref()("state")[i][0].narrow(0, 0, state_dim).contiguous();
+    s.actions = ref()("actions")[i].narrow(1, 0, action_dim).contiguous();
+    s.embodiment = m["embodiments"][size_t(i)].get<int>();
+  }
+  return out;
+}
+
+PolicyInputs reference_inputs(const GrootShape& shape, AttentionBackend backend, std::vector<PolicySample>& samples) {
+  samples = reference_samples();
+  std::vector<const PolicySample*> ptrs;
+  for (const auto& s : samples) ptrs.push_back(&s);
+  return collate(ptrs, shape.base, backend);
+}
+
+TEST(GrootN15, ImportsTheFixturesShapeAndSkipList) {
+  ASSERT_TRUE(is_groot_n15_dir(kFixture));
+  EXPECT_FALSE(is_groot_n15_dir(fs::path(EMBER_TEST_DATA) / "lerobot_pi05_tiny"));
+  auto im = import_groot_n15(kFixture);
+  const auto& s = im.shape;
+  const auto& v = s.base.vision;
+  EXPECT_EQ(v.image_size, 28);
+  EXPECT_EQ(v.patch, 7);
+  EXPECT_EQ(v.width, 32);
+  EXPECT_EQ(v.layers, 2);
+  EXPECT_EQ(v.heads, 2);  // ember_shrink.json (no tensor shows it)
+  EXPECT_EQ(v.mlp, 64);
+  EXPECT_EQ(v.merge, 2);
+  const auto& t = s.base.lm;
+  EXPECT_EQ(t.width, 64);
+  EXPECT_EQ(t.layers, 2);  // select_layer
+  EXPECT_EQ(t.heads, 4);
+  EXPECT_EQ(t.kv_heads, 2);
+  EXPECT_EQ(t.head_dim, 16);
+  EXPECT_EQ(t.mlp, 96);
+  EXPECT_EQ(s.base.vocab, 128);
+  EXPECT_EQ(s.base.horizon, 4);
+  EXPECT_EQ(s.base.max_action_dim, 8);
+  EXPECT_EQ(s.base.flow_steps, 4);
+  EXPECT_EQ(s.backbone_dim, 64);
+  EXPECT_EQ(s.vl_layers, 1);
+  EXPECT_EQ(s.vl_heads * s.vl_head_dim, 64);
+  EXPECT_EQ(s.dit_layers, 4);
+  EXPECT_EQ(s.inner(), 48);
+  EXPECT_EQ(s.dit_output, 32);
+  EXPECT_EQ(s.hidden, 32);
+  EXPECT_EQ(s.future_tokens, 4);
+  EXPECT_EQ(s.max_seq_len, 16);
+  EXPECT_DOUBLE_EQ(s.dropout, 0.2);
+  ASSERT_EQ(s.embodiments.size(), 3u);
+  for (const auto& e : s.embodiments) EXPECT_EQ(std::pair(e.state_dim, e.action_dim), std::pair(8, 8));
+  // SigLIP's pooling head and the language model's lm_head: kept for export, never read
+  EXPECT_EQ(im.skipped.size(), 12u);  // 11 of the pooling head, lm_head
+  for (const auto& k : im.skipped)
+    EXPECT_TRUE(k.find(".vision_model.vision_model.head.") != std::string::npos || k.ends_with("language_model.lm_head.weight")) << k;
+  // every ember parameter, nothing else; embodiment 1's action encoder is W1[1] transposed
+  GrootPolicy p(s);
+  EXPECT_EQ(p->named_parameters().size(), im.params.size());
+  auto sd = load_tensors((kFixture / "model.safetensors").string());
+  EXPECT_TRUE(at::equal(im.params.at("heads.1.act1.weight"), sd.at("action_head.action_encoder.W1.W")[1].t()));
+  EXPECT_TRUE(at::equal(im.params.at("heads.2.dec2.bias"), sd.at("action_head.action_decoder.layer2.b")[2]));
+}
+
+TEST(GrootN15, BackboneFeaturesAreEagles) {
+  auto im = import_groot_n15(kFixture);
+  auto policy = imported_policy(im);
+  std::vector<PolicySample> samples;
+  auto in = reference_inputs(im.shape, AttentionBackend::kVarlen, samples);
+  at::NoGradGuard no_grad;
+  auto features = policy->backbone->forward(in, make_groot_layout(in, im.shape));  // [Tp, D], samples back to back
+  const auto& want = ref()("backbone_features");                                      // [B, L, D], no padding
+  ASSERT_EQ(features.sizes(), want.reshape({-1, want.size(2)}).sizes());
+  const double e = rel(features, want.reshape({-1, want.size(2)}));
+  std::printf("parity: backbone features %.3e\n", e);
+  EXPECT_LT(e, kRtol);
+}
+
+class GrootN15Parity : public ::testing::TestWithParam<AttentionBackend> {};
+
+// N1.5's FlowmatchingActionHead.forward (the loss on the stored noise and time) and get_action
+// (on the stored initial noise), after EagleBackbone
+TEST_P(GrootN15Parity, LossAndSampleActionsMatchTheReference) {
+  auto im = import_groot_n15(kFixture);
+  auto policy = imported_policy(im);
+  std::vector<PolicySample> samples;
+  auto in = reference_inputs(im.shape, GetParam(), samples);
+  ASSERT_TRUE(at::equal(in.actions, ref()("actions")));
+  ASSERT_TRUE(at::equal(in.action_mask, ref()("action_mask")));
+  at::NoGradGuard no_grad;
+  auto loss = policy->loss(in, ref()("noise"), ref()("time")).loss;
+  const auto noise = ref()("sample_noise").clone();
+  auto sampled = policy->sample_actions(in, ref()("sample_noise"));
+  ASSERT_TRUE(at::equal(ref()("sample_noise"), noise));  // the caller's noise is left as it was
+  const double e_l = rel(loss.reshape({1}), ref()("loss")), e_s = rel(sampled, ref()("sample_actions"));
+  std::printf("parity (%s): loss %.3e (%.6f), sample_actions %.3e\n", GetParam() == AttentionBackend::kVarlen ? "varlen" : "padded",
+              e_l, loss.item<double>(), e_s);
+  EXPECT_LT(e_l, kRtol);
+  EXPECT_LT(e_s, kRtol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GrootN15Parity, ::testing::Values(AttentionBackend::kVarlen, AttentionBackend::kPadded),
+                         [](const auto& info) { return info.param == AttentionBackend::kVarlen ? "Varlen" : "Padded"; });
+
+// The export writes the reference's state dict back: every key, bit for bit; a directory it
+// writes imports to the same weights and shape.
+TEST(GrootN15, ExportRoundTripsBitForBit) {
+  auto im = import_groot_n15(kFixture);
+  auto sd = to_groot_n15_state_dict(im.shape, im.params, im.kept);
+  auto want = load_tensors((kFixture / "model.safetensors").string());
+  ASSERT_EQ(sd.size(), want.size());
+  for (const auto& [k, t] : want) {
+    ASSERT_TRUE(sd.count(k)) << k;
+    EXPECT_TRUE(at::equal(sd.at(k), t)) << k;
+  }
+  test::TempDir tmp("groot_n15_export");
+  const fs::path out = fs::path(tmp.path()) / "out";
+  write_groot_n15(out, im.shape, im.params, im.kept, im.config);
+  auto again = import_groot_n15(out);
+  EXPECT_EQ(again.params.size(), im.params.size());
+  for (const auto& [k, t] : im.params) EXPECT_TRUE(at::equal(again.params.at(k), t)) << k;
+  EXPECT_EQ(again.shape.base.vision.heads, 2);
+  EXPECT_EQ(again.config["action_head_cfg"], im.config["action_head_cfg"]);
+  EXPECT_THROW(write_groot_n15(out, im.shape, im.params, im.kept, im.config), Error);  // not empty
+}
+
+// A copy of the fixture with one change, imported: the error names the file and the field or tensor
+struct Broken {
+  test::TempDir tmp{"groot_n15_bad"};
+  fs::path dir = fs::path(tmp.path()) / "n15";
+  Broken() {
+    fs::create_directories(dir);
+    for (const char* f : {"config.json", "ember_shrink.json", "model.safetensors"}) fs::copy_file(kFixture / f, dir / f);
+  }
+  void set_config(const std::function<void(nlohmann::json&)>& edit) {
+    auto j = read_json_file((dir / "config.json").string());
+    edit(j);
+    std::ofstream((dir / "config.json").string()) << j.dump(2);
+  }
+  void set_tensors(const std::function<void(std::map<std::string, at::Tensor>&)>& edit) {
+    auto t = load_tensors((dir / "model.safetensors").string());
+    edit(t);
+    save_tensors((dir / "model.safetensors").string(), NamedTensors(t.begin(), t.end()));
+  }
+  std::string error() {
+    try {
+      auto im = import_groot_n15(dir);
+      GrootPolicy p(im.shape);
+      NamedTensors params;
+      for (const auto& q : p->named_parameters()) params.emplace_back(q.key(), q.value());
+      load_into(params, im.params, (dir / "model.safetensors").string());
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST(GrootN15, BadDirectoriesAreRefusedByName) {
+  {
+    Broken b;
+    b.set_tensors([](auto& t) { t.erase("action_head.model.proj_out_2.weight"); });
+    EXPECT_NE(b.error().find("model.safetensors: tensor 'action_head.model.proj_out_2.weight' is missing"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_tensors([](auto& t) { t["action_head.extra.weight"] = at::zeros({2}); });
+    EXPECT_NE(b.error().find("unexpected tensor 'action_head.extra.weight'"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_tensors([](auto& t) { t["action_head.action_encoder.W2.W"] = at::zeros({3, 96, 40}); });
+    EXPECT_NE(b.error().find("has shape"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_tensors([](auto& t) { t["action_head.action_encoder.W2.W"] = at::zeros({2, 96, 48}); });
+    EXPECT_NE(b.error().find("'action_head.action_encoder.W2.W' has shape [2, 96, 48]: 2 embodiments"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_config([](auto& j) { j["action_head_cfg"]["diffusion_model_cfg"]["positional_embeddings"] = "sinusoidal"; });
+    EXPECT_NE(b.error().find("diffusion_model_cfg: field 'positional_embeddings'"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_config([](auto& j) { j["action_head_cfg"].erase("action_horizon"); });
+    EXPECT_NE(b.error().find("config.json action_head_cfg: field 'action_horizon' is missing"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_config([](auto& j) { j["action_head_cfg"]["noise_s"] = 0.99; });
+    EXPECT_NE(b.error().find("noise_s"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_tensors([](auto& t) {
+      t.erase("backbone.eagle_model.mlp1.3.weight");
+      t.erase("backbone.eagle_model.mlp1.3.bias");
+    });
+    EXPECT_NE(b.error().find("two-layer connector"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_config([](auto& j) { j["model_type"] = "gr00t_n1_7"; });
+    EXPECT_FALSE(is_groot_n15_dir(b.dir));
+    EXPECT_NE(b.error().find("config.json: field 'model_type' is not \"gr00t_n1_5\""), std::string::npos) << b.error();
+  }
+}
+
+// The registry: the groot type reads the directory (train --policy.path, predict, export) with
+// N1.5's padded widths kept for a narrower dataset
+TEST(GrootN15, TheGrootTypeImportsIt) {
+  const PolicyType* type = foreign_policy_type(kFixture);
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(type->name, "groot");
+  EXPECT_EQ(type->export_format, "groot_n15");
+  auto imported = type->import_dir(kFixture);
+  EXPECT_EQ(imported.spec.modes.at("action"), data::NormMode::kMinMax);
+  EXPECT_FALSE(imported.spec.state_in_prompt);
+  EXPECT_TRUE(imported.spec.loss_on_padded_steps);
+  FeatureSpec narrower = imported.spec;
+  narrower.state_dim = 5, narrower.action_dim = 6;
+  EXPECT_EQ(imported.arch->fit_features(narrower, "data", false), nullptr);  // kept as it is
+  narrower.action_dim = 9;
+  EXPECT_THROW(imported.arch->fit_features(narrower, "data", false), Error);
+  // policy.json keeps the padded widths
+  auto again = arch_from_json(imported.arch->to_json(), "policy.json");
+  narrower.action_dim = 6;
+  EXPECT_EQ(again->fit_features(narrower, "data", true), nullptr);
+}
+
+}  // namespace
+}  // namespace ember::model
