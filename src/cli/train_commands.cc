@@ -135,7 +135,9 @@ int run_export(const std::string& checkpoint, const std::string& to, const std::
   if (!known) fail(ErrorKind::kInvalidArgument, "--to: expected " + formats + ", got '" + to + "'");
   if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to " + formats + " OUT)");
   check_output_dir(out, "OUT");
-  const bool foreign = model::foreign_policy_type(checkpoint) != nullptr;
+  const auto* foreign_type = model::foreign_policy_type(checkpoint);
+  const bool foreign = foreign_type != nullptr;
+  if (foreign) train::check_export(foreign_type->name, to);  // before the import's notes
   auto bundle = foreign ? train::import_lerobot_bundle(checkpoint, std::nullopt, /*need_tokenizer=*/false)
                         : train::load_policy(checkpoint, at::kCPU);
   train::export_policy(bundle, to, out);

@@ -107,7 +107,7 @@ TEST(GrootN15, ImportsTheFixturesShapeAndSkipList) {
   EXPECT_EQ(t.kv_heads, 2);
   EXPECT_EQ(t.head_dim, 16);
   EXPECT_EQ(t.mlp, 96);
-  EXPECT_EQ(s.base.vocab, 128);
+  EXPECT_EQ(s.base.vocab, 512);
   EXPECT_EQ(s.base.horizon, 4);
   EXPECT_EQ(s.base.max_action_dim, 8);
   EXPECT_EQ(s.base.flow_steps, 4);

@@ -51,10 +51,10 @@ SEED = 4321
 VISION = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
           "image_size": 28, "patch_size": 7, "layer_norm_eps": 1e-6, "hidden_act": "gelu_pytorch_tanh"}
 TEXT = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 128,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
         "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 256, "tie_word_embeddings": False,
         "attention_bias": False, "hidden_act": "silu"}
-IMAGE_TOKEN = 127
+IMAGE_TOKEN = 511
 SELECT_LAYER = 2  # of 3 language model layers: the third is popped, as N1.5 pops past select_layer 12
 ACTION_HEAD = {
     "action_dim": 8, "action_horizon": 4, "add_pos_embed": True, "backbone_embedding_dim": 64, "hidden_size": 32,

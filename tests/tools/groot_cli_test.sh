@@ -48,6 +48,23 @@ else
   echo "note: built without MuJoCo; eval --checkpoint not run"
 fi
 
+# a GR00T-N1.5 directory (Isaac-GR00T's layout; tests/fixtures/groot_n15_tiny, from LeRobot 0.5.1's
+# N1.5 modules): fine-tuned with --policy.path (N1.5's padded widths kept, a tokenizer trained
+# on the dataset's tasks), predicted from, exported back in N1.5's layout
+n15="$(dirname "$fixture")/groot_n15_tiny"
+run "$ember" train --policy.type=groot --policy.path="$n15" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
+    --log_freq=1 --save_freq=3 --steps=3 --dataset.episodes=[0] --output_dir="$dir/n15run"
+grep -q "initialised from" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the N1.5 run did not start from the directory"; }
+grep -q '"padded_heads": true' "$dir/n15run/checkpoints/latest/policy.json" || fail "policy.json does not keep N1.5's padded widths"
+run "$ember" predict --checkpoint "$dir/n15run" --dataset.root "$data" --index 2 --device cpu
+grep -qi "pred" "$dir/out.txt" || { cat "$dir/out.txt"; fail "predict from the N1.5 run printed no chunk"; }
+run "$ember" export --checkpoint "$dir/n15run" --to groot_n15 "$dir/n15out"
+grep -q '"model_type": "gr00t_n1_5"' "$dir/n15out/config.json" || fail "the export's config.json is not N1.5's"
+test -f "$dir/n15out/model.safetensors" || fail "the export wrote no model.safetensors"
+# the exported directory is read again as it was written
+run "$ember" export --checkpoint "$dir/n15out" --to groot_n15 "$dir/n15out2"
+cmp -s "$dir/n15out/model.safetensors" "$dir/n15out2/model.safetensors" || fail "export -> import -> export changed model.safetensors"
+
 # bad flags: one line, exit status 2
 expect_user_error() {
   local what="$1"; shift
@@ -60,6 +77,9 @@ expect_user_error "pi05 preset for groot" "$ember" train --policy.type=groot --p
 expect_user_error "n15 preset for pi05" "$ember" train --policy.preset=n15 --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "tune_backbone for pi05" "$ember" train --policy.tune_backbone=true --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "resume as another type" "${train[@]}" --policy.type=pi05 --output_dir="$dir/run" --steps=5 --resume=true
+expect_user_error "N1.5 directory as pi05" "$ember" train --policy.path="$n15" --dataset.root="$data" --output_dir="$dir/x"
+expect_user_error "export to an unknown format" "$ember" export --checkpoint "$n15" --to gr00t "$dir/x"
+expect_user_error "a pi05 checkpoint to groot_n15" "$ember" export --checkpoint "$(dirname "$fixture")/lerobot_pi05_tiny" --to groot_n15 "$dir/x"
 expect_user_error "bench type" "$ember" bench policy --policy.type=gr00t --preset tiny --device cpu
 expect_user_error "bench groot preset" "$ember" bench policy --policy.type=groot --preset pi05 --device cpu
 grep -q -- "--preset: expected tiny, small or n15 with --policy.type=groot" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the bench error does not name the flag, the type and its presets"; }

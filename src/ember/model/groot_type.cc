@@ -164,6 +164,7 @@ PolicyType groot_policy_type() {
     write_groot_n15(out, dynamic_cast<const GrootArch&>(arch).shape(), params, kept, config);
   };
   t.export_format = "groot_n15";
+  t.trains_own_tokenizer = true;
   return t;
 }
 

@@ -27,6 +27,7 @@ PolicyTypeInfo groot_info() {
   PolicyTypeInfo t;
   t.name = "groot";
   t.presets = {"tiny", "small", "n15"};
+  t.imports = true;  // GR00T-N1.5 directories (Isaac-GR00T's GR00TN15 layout, model/groot_n15.h)
   t.description = "GR00T-N1.5: an Eagle-like backbone (frozen by default), a DiT action head per embodiment";
   // N1.5's chunk of 16 actions and 4 Euler steps (pi0.5's are the flags' own defaults); its
   // min-max normalisation, task-only prompt and loss over every chunk step; its AdamW (lr 1e-4,

@@ -91,6 +91,10 @@ struct PolicyType : PolicyTypeInfo {
                      const nlohmann::ordered_json& config)>
       export_dir;
   std::string export_format;  // what export_dir writes ("lerobot"), empty without one
+  // A reference directory of this type without a SentencePiece tokenizer (and none given) gets
+  // one trained on the dataset's tasks when a run fine-tunes it (GR00T-N1.5: Qwen3's BPE
+  // tokenizer is not read); false: the run needs --policy.tokenizer_path (pi0.5's PaliGemma).
+  bool trains_own_tokenizer = false;
 };
 
 // Every registered type, in the catalog's order.

@@ -100,8 +100,8 @@ PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std:
   return b;
 }
 
-void export_policy(const PolicyBundle& b, const std::string& format, const fs::path& out) {
-  const auto& type = model::policy_type(b.arch->type());
+void check_export(const std::string& type_name, const std::string& format) {
+  const auto& type = model::policy_type(type_name);
   if (!type.export_dir || type.export_format != format) {
     std::string have;
     for (const auto& t : model::policy_types())
@@ -109,6 +109,11 @@ void export_policy(const PolicyBundle& b, const std::string& format, const fs::p
     throw Error(ErrorKind::kInvalidArgument, "--to " + format + ": the checkpoint holds a " + type.name + " policy; " + type.name +
                                                  " has no export to " + format + (have.empty() ? "" : " (only " + have + " has)"));
   }
+}
+
+void export_policy(const PolicyBundle& b, const std::string& format, const fs::path& out) {
+  check_export(b.arch->type(), format);
+  const auto& type = model::policy_type(b.arch->type());
   std::map<std::string, at::Tensor> params;
   for (const auto& p : b.module->named_parameters()) params[p.key()] = p.value();
   type.export_dir(out, *b.arch, b.spec, params, b.lerobot_unused, b.lerobot_config);

@@ -58,6 +58,8 @@ PolicyBundle import_lerobot_bundle(const std::filesystem::path& dir, const std::
 // directory (pi05: a LeRobot policy, the type's export_dir). OUT must be absent or empty.
 // Throws kInvalidArgument naming the type when it has no export to FORMAT.
 void export_policy(const PolicyBundle& bundle, const std::string& format, const std::filesystem::path& out);
+// The check export_policy makes first, for a policy of type `type_name` (before loading one).
+void check_export(const std::string& type_name, const std::string& format);
 
 // dst's parameters := src's (the same architecture), in place; a parameter of another dtype is
 // replaced by a copy. The rollout's weight swap and copy_module.

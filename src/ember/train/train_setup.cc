@@ -1,5 +1,7 @@
 #include "ember/train/train_setup.h"
 
+#include <algorithm>
+
 #include "ember/core/error.h"
 #include "ember/model/processor.h"
 
@@ -26,11 +28,12 @@ std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int voc
 }
 
 model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta,
-                                const std::optional<std::filesystem::path>& resume_dir) {
+                                const std::optional<std::filesystem::path>& resume_dir, int max_vocab) {
   if (resume_dir) return model::Tokenizer::load((*resume_dir / "tokenizer.model").string());
   if (c.policy.tokenizer_path) return model::Tokenizer::load(*c.policy.tokenizer_path);
   model::TokenizerTrainOptions o;
   o.vocab_size = c.policy.preset == "tiny" ? 512 : 2048;
+  if (max_vocab > 0) o.vocab_size = std::min(2048, max_vocab);  // an imported policy's embedding bounds it
   return model::train_tokenizer(model::tokenizer_training_texts(meta), o);
 }
 

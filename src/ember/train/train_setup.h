@@ -23,8 +23,9 @@ std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int voc
 model::FeatureRules feature_rules(const TrainConfig& c);
 
 // The run's tokenizer: the checkpoint's (resume_dir), the file --policy.tokenizer_path names, or
-// one trained on the dataset's task strings.
+// one trained on the dataset's task strings (max_vocab > 0: for an imported policy whose
+// embedding has that many rows, at most min(2048, max_vocab) pieces).
 model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta,
-                                const std::optional<std::filesystem::path>& resume_dir);
+                                const std::optional<std::filesystem::path>& resume_dir, int max_vocab = 0);
 
 }  // namespace ember::train

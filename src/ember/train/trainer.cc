@@ -135,9 +135,21 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
   // --policy.path: a LeRobot / openpi directory fixes the shape, the features' rules and the
   // starting weights (statistics come from the dataset, as lerobot-train fine-tunes)
   std::optional<PolicyBundle> imported;
-  if (config.policy.path && !resume) imported = import_lerobot_bundle(*config.policy.path, config.policy.tokenizer_path);
-  auto tokenizer = imported ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
-                            : make_tokenizer(config, meta, resume);
+  if (config.policy.path && !resume) {
+    const fs::path dir = *config.policy.path;
+    const auto* type = model::foreign_policy_type(dir);
+    const bool own = type && type->trains_own_tokenizer && !config.policy.tokenizer_path && !fs::exists(dir / "tokenizer.model");
+    if (type && type->name != config.policy.type)
+      throw Error(ErrorKind::kInvalidArgument, "--policy.path=" + dir.string() + ": a " + type->name + " policy directory; pass --policy.type=" +
+                                                   type->name + " (its defaults are the ones that fine-tune it)");
+    imported = import_lerobot_bundle(dir, config.policy.tokenizer_path, /*need_tokenizer=*/!own);
+    if (own)
+      std::fprintf(stderr, "ember train: %s has no SentencePiece tokenizer: one is trained on the dataset's tasks (at most %d pieces, "
+                           "the policy's embedding)\n", dir.string().c_str(), imported->shape.vocab);
+  }
+  auto tokenizer = imported && imported->tokenizer
+                       ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
+                       : make_tokenizer(config, meta, resume, imported ? imported->shape.vocab : 0);
   // the policy's architecture: the checkpoint's, the import's, or --policy.type's preset
   const auto saved_policy = resume ? read_json_file((*resume / "policy.json").string()) : nlohmann::json();
   if (resume && model::policy_type_of(saved_policy) != config.policy.type)
