@@ -7,6 +7,7 @@
 #   EMBER_BUILD_DIR  build directory (default: build/ in the source tree, git-ignored)
 #   EMBER_VENV       Python venv for the tests (default: ~/.cache/ember/venv, outside the tree)
 #   EMBER_LEROBOT_VENV  Python >= 3.12 venv with LeRobot for the parity checks (default: venv-lerobot beside it)
+#   EMBER_GROOT_N15_REF folder for LeRobot 0.5.1's GR00T-N1.5 modules (default: groot-n15-ref beside it)
 #   EMBER_OPENPI_VENV   venv with openpi-client for the `ember serve` interoperability test (default: venv-openpi beside it)
 #   EMBER_PREFIX     extra CMake prefix (e.g. unpacked GPU-node bundle, see scripts/gpu-unpack.sh)
 #   EMBER_NO_APT=1   never call apt-get (machines without a package archive)
@@ -19,6 +20,7 @@ build="${EMBER_BUILD_DIR:-$root/build}"
 venv="${EMBER_VENV:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/ember/venv}"
 lvenv="${EMBER_LEROBOT_VENV:-$(dirname "$venv")/venv-lerobot}"  # LeRobot, for the parity checks
 ovenv="${EMBER_OPENPI_VENV:-$(dirname "$venv")/venv-openpi}"  # openpi's client, for the serve test
+gref="${EMBER_GROOT_N15_REF:-$(dirname "$venv")/groot-n15-ref}"  # GR00T-N1.5's reference modules (with the LeRobot venv)
 
 say() { echo "[setup] $*" >&2; }
 
@@ -124,11 +126,24 @@ else
         fi
       fi
     fi
+    # GR00T-N1.5's reference modules (LeRobot 0.5.1 and diffusers, without their dependencies:
+    # the venv above has torch and transformers) for the N1.5 export check (tests/python/test_groot_n15.py)
+    greq="$root/scripts/requirements-groot-n15.txt"
+    if [[ -x "$lvenv/bin/python" ]] && ! cmp -s "$greq" "$gref/.ember-requirements"; then
+      say "installing GR00T-N1.5's reference modules into $gref"
+      rm -rf "$gref"
+      if "$lvenv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$gref" -r "$greq" >&2; then
+        cp "$greq" "$gref/.ember-requirements"
+      else
+        say "GR00T-N1.5's reference modules did not install: the N1.5 export check will be skipped (it says so)"
+      fi
+    fi
   fi
 fi
 
 # --- configure and build ------------------------------------------------------------------
-cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests" -DEMBER_LEROBOT_PYTHON="$lvenv/bin/python" -DEMBER_OPENPI_PYTHON="$ovenv/bin/python")
+cmake_args=(-G Ninja -DEMBER_PYTHON="$python_for_tests" -DEMBER_LEROBOT_PYTHON="$lvenv/bin/python" -DEMBER_OPENPI_PYTHON="$ovenv/bin/python"
+            -DEMBER_GROOT_N15_REF="$gref")
 [[ -n "${EMBER_PREFIX:-}" ]] && cmake_args+=(-DCMAKE_PREFIX_PATH="$EMBER_PREFIX")
 if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q "^EMBER_PYTHON:FILEPATH=$python_for_tests\$" "$build/CMakeCache.txt"; then
   say "configuring $build"
