@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "ember/core/error.h"
 #include "ember/core/json_file.h"
@@ -25,24 +26,22 @@ namespace ember::model {
 namespace {
 
 namespace fs = std::filesystem;
+// N1.5's own Eagle layout (no pixel shuffle, one Linear), and the pixel shuffle with the
+// two-layer connector
 const fs::path kFixture = fs::path(EMBER_TEST_DATA) / "groot_n15_tiny";
+const fs::path kShuffle = fs::path(EMBER_TEST_DATA) / "groot_n15_shuffle_tiny";
 constexpr double kRtol = 1e-4;  // issue 41: fp32 on the CPU
 
 struct Reference {
   std::map<std::string, at::Tensor> t;
   nlohmann::json meta;
-  Reference() {
+  explicit Reference(const fs::path& dir) {
     std::map<std::string, std::string> md;
-    t = load_tensors((kFixture / "reference.safetensors").string(), &md);
+    t = load_tensors((dir / "reference.safetensors").string(), &md);
     meta = nlohmann::json::parse(md.at("reference"));
   }
   const at::Tensor& operator()(const std::string& name) const { return t.at(name); }
 };
-
-const Reference& ref() {
-  static const Reference r;
-  return r;
-}
 
 double rel(const at::Tensor& a, const at::Tensor& b) {
   auto d = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
@@ -61,27 +60,28 @@ GrootPolicy imported_policy(const GrootN15Import& im) {
 
 // The stored batch as ember's samples: each sample's cameras, its prompt, its real state and
 // action widths (N1.5 zero-pads them; ember pads them to the policy's widths), its embodiment.
-std::vector<PolicySample> reference_samples() {
-  const auto& m = ref().meta;
+std::vector<PolicySample> reference_samples(const Reference& ref) {
+  const auto& m = ref.meta;
   const int64_t batch = m["batch"].get<int64_t>(), cameras = m["cameras"].get<int64_t>();
   const int64_t state_dim = m["state_dim"].get<int64_t>(), action_dim = m["action_dim"].get<int64_t>();
   std::vector<PolicySample> out(static_cast<size_t>(batch));
   for (int64_t i = 0; i < batch; ++i) {
     auto& s = out[size_t(i)];
     for (int64_t c = 0; c < cameras; ++c) {
-      s.images.push_back(ref()("pixel_values")[i * cameras + c].contiguous());
+      s.images.push_back(ref("pixel_values")[i * cameras + c].contiguous());
       s.camera_slots.push_back(int(c));
     }
     for (const auto& id : m["prompts"][size_t(i)]) s.prompt.push_back(id.get<int>());
-    s.state = ref()("state")[i][0].narrow(0, 0, state_dim).contiguous();
-    s.actions = ref()("actions")[i].narrow(1, 0, action_dim).contiguous();
+    s.state = ref("state")[i][0].narrow(0, 0, state_dim).contiguous();
+    s.actions = ref("actions")[i].narrow(1, 0, action_dim).contiguous();
     s.embodiment = m["embodiments"][size_t(i)].get<int>();
   }
   return out;
 }
 
-PolicyInputs reference_inputs(const GrootShape& shape, AttentionBackend backend, std::vector<PolicySample>& samples) {
-  samples = reference_samples();
+PolicyInputs reference_inputs(const Reference& ref, const GrootShape& shape, AttentionBackend backend,
+                              std::vector<PolicySample>& samples) {
+  samples = reference_samples(ref);
   std::vector<const PolicySample*> ptrs;
   for (const auto& s : samples) ptrs.push_back(&s);
   return collate(ptrs, shape.base, backend);
@@ -99,7 +99,13 @@ TEST(GrootN15, ImportsTheFixturesShapeAndSkipList) {
   EXPECT_EQ(v.layers, 2);
   EXPECT_EQ(v.heads, 2);  // ember_shrink.json (no tensor shows it)
   EXPECT_EQ(v.mlp, 64);
-  EXPECT_EQ(v.merge, 2);
+  EXPECT_EQ(v.merge, 1);  // N1.5's Eagle: no pixel shuffle, one Linear
+  EXPECT_EQ(s.connector_layers, 1);
+  EXPECT_EQ(v.out_tokens(), 16);
+  auto shuffled = import_groot_n15(kShuffle).shape;  // the other layout
+  EXPECT_EQ(shuffled.base.vision.merge, 2);
+  EXPECT_EQ(shuffled.connector_layers, 2);
+  EXPECT_EQ(shuffled.base.vision.out_tokens(), 4);
   const auto& t = s.base.lm;
   EXPECT_EQ(t.width, 64);
   EXPECT_EQ(t.layers, 2);  // select_layer
@@ -135,52 +141,68 @@ TEST(GrootN15, ImportsTheFixturesShapeAndSkipList) {
   EXPECT_TRUE(at::equal(im.params.at("heads.2.dec2.bias"), sd.at("action_head.action_decoder.layer2.b")[2]));
 }
 
-TEST(GrootN15, BackboneFeaturesAreEagles) {
-  auto im = import_groot_n15(kFixture);
+class GrootN15Features : public ::testing::TestWithParam<fs::path> {};
+
+TEST_P(GrootN15Features, BackboneFeaturesAreEagles) {
+  const Reference ref(GetParam());
+  auto im = import_groot_n15(GetParam());
   auto policy = imported_policy(im);
   std::vector<PolicySample> samples;
-  auto in = reference_inputs(im.shape, AttentionBackend::kVarlen, samples);
+  auto in = reference_inputs(ref, im.shape, AttentionBackend::kVarlen, samples);
   at::NoGradGuard no_grad;
   auto features = policy->backbone->forward(in, make_groot_layout(in, im.shape));  // [Tp, D], samples back to back
-  const auto& want = ref()("backbone_features");                                      // [B, L, D], no padding
+  const auto& want = ref("backbone_features");                                        // [B, L, D], no padding
   ASSERT_EQ(features.sizes(), want.reshape({-1, want.size(2)}).sizes());
   const double e = rel(features, want.reshape({-1, want.size(2)}));
-  std::printf("parity: backbone features %.3e\n", e);
+  std::printf("parity (%s): backbone features %.3e\n", GetParam().filename().c_str(), e);
   EXPECT_LT(e, kRtol);
 }
 
-class GrootN15Parity : public ::testing::TestWithParam<AttentionBackend> {};
+std::string fixture_name(const ::testing::TestParamInfo<fs::path>& info) {
+  return info.param.filename() == "groot_n15_tiny" ? "N15" : "Shuffle";
+}
+INSTANTIATE_TEST_SUITE_P(Fixtures, GrootN15Features, ::testing::Values(kFixture, kShuffle), fixture_name);
+
+using ParityCase = std::tuple<fs::path, AttentionBackend>;
+class GrootN15Parity : public ::testing::TestWithParam<ParityCase> {};
 
 // N1.5's FlowmatchingActionHead.forward (the loss on the stored noise and time) and get_action
 // (on the stored initial noise), after EagleBackbone
 TEST_P(GrootN15Parity, LossAndSampleActionsMatchTheReference) {
-  auto im = import_groot_n15(kFixture);
+  const auto& [dir, backend] = GetParam();
+  const Reference ref(dir);
+  auto im = import_groot_n15(dir);
   auto policy = imported_policy(im);
   std::vector<PolicySample> samples;
-  auto in = reference_inputs(im.shape, GetParam(), samples);
-  ASSERT_TRUE(at::equal(in.actions, ref()("actions")));
-  ASSERT_TRUE(at::equal(in.action_mask, ref()("action_mask")));
+  auto in = reference_inputs(ref, im.shape, backend, samples);
+  ASSERT_TRUE(at::equal(in.actions, ref("actions")));
+  ASSERT_TRUE(at::equal(in.action_mask, ref("action_mask")));
   at::NoGradGuard no_grad;
-  auto loss = policy->loss(in, ref()("noise"), ref()("time")).loss;
-  const auto noise = ref()("sample_noise").clone();
-  auto sampled = policy->sample_actions(in, ref()("sample_noise"));
-  ASSERT_TRUE(at::equal(ref()("sample_noise"), noise));  // the caller's noise is left as it was
-  const double e_l = rel(loss.reshape({1}), ref()("loss")), e_s = rel(sampled, ref()("sample_actions"));
-  std::printf("parity (%s): loss %.3e (%.6f), sample_actions %.3e\n", GetParam() == AttentionBackend::kVarlen ? "varlen" : "padded",
-              e_l, loss.item<double>(), e_s);
+  auto loss = policy->loss(in, ref("noise"), ref("time")).loss;
+  const auto noise = ref("sample_noise").clone();
+  auto sampled = policy->sample_actions(in, ref("sample_noise"));
+  ASSERT_TRUE(at::equal(ref("sample_noise"), noise));  // the caller's noise is left as it was
+  const double e_l = rel(loss.reshape({1}), ref("loss")), e_s = rel(sampled, ref("sample_actions"));
+  std::printf("parity (%s, %s): loss %.3e (%.6f), sample_actions %.3e\n", dir.filename().c_str(),
+              backend == AttentionBackend::kVarlen ? "varlen" : "padded", e_l, loss.item<double>(), e_s);
   EXPECT_LT(e_l, kRtol);
   EXPECT_LT(e_s, kRtol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, GrootN15Parity, ::testing::Values(AttentionBackend::kVarlen, AttentionBackend::kPadded),
-                         [](const auto& info) { return info.param == AttentionBackend::kVarlen ? "Varlen" : "Padded"; });
+INSTANTIATE_TEST_SUITE_P(Layouts, GrootN15Parity,
+                         ::testing::Combine(::testing::Values(kFixture, kShuffle),
+                                            ::testing::Values(AttentionBackend::kVarlen, AttentionBackend::kPadded)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).filename() == "groot_n15_tiny" ? "N15" : "Shuffle") +
+                                  (std::get<1>(info.param) == AttentionBackend::kVarlen ? "Varlen" : "Padded");
+                         });
 
 // The export writes the reference's state dict back: every key, bit for bit; a directory it
 // writes imports to the same weights and shape.
-TEST(GrootN15, ExportRoundTripsBitForBit) {
-  auto im = import_groot_n15(kFixture);
+TEST_P(GrootN15Features, ExportRoundTripsBitForBit) {
+  auto im = import_groot_n15(GetParam());
   auto sd = to_groot_n15_state_dict(im.shape, im.params, im.kept);
-  auto want = load_tensors((kFixture / "model.safetensors").string());
+  auto want = load_tensors((GetParam() / "model.safetensors").string());
   ASSERT_EQ(sd.size(), want.size());
   for (const auto& [k, t] : want) {
     ASSERT_TRUE(sd.count(k)) << k;
@@ -193,6 +215,8 @@ TEST(GrootN15, ExportRoundTripsBitForBit) {
   EXPECT_EQ(again.params.size(), im.params.size());
   for (const auto& [k, t] : im.params) EXPECT_TRUE(at::equal(again.params.at(k), t)) << k;
   EXPECT_EQ(again.shape.base.vision.heads, 2);
+  EXPECT_EQ(again.shape.connector_layers, im.shape.connector_layers);
+  EXPECT_EQ(again.shape.base.vision.merge, im.shape.base.vision.merge);
   EXPECT_EQ(again.config["action_head_cfg"], im.config["action_head_cfg"]);
   EXPECT_THROW(write_groot_n15(out, im.shape, im.params, im.kept, im.config), Error);  // not empty
 }
@@ -267,11 +291,13 @@ TEST(GrootN15, BadDirectoriesAreRefusedByName) {
   }
   {
     Broken b;
-    b.set_tensors([](auto& t) {
-      t.erase("backbone.eagle_model.mlp1.3.weight");
-      t.erase("backbone.eagle_model.mlp1.3.bias");
-    });
-    EXPECT_NE(b.error().find("two-layer connector"), std::string::npos) << b.error();
+    b.set_tensors([](auto& t) { t["backbone.eagle_model.mlp1.1.weight"] = at::zeros({64, 64}); });
+    EXPECT_NE(b.error().find("unexpected tensor 'backbone.eagle_model.mlp1.1.weight' after a Linear mlp1.0"), std::string::npos) << b.error();
+  }
+  {
+    Broken b;
+    b.set_tensors([](auto& t) { t["backbone.eagle_model.mlp1.0.weight"] = at::zeros({64, 40}); });
+    EXPECT_NE(b.error().find("'backbone.eagle_model.mlp1.0.weight' reads 40 values per token"), std::string::npos) << b.error();
   }
   {
     Broken b;

@@ -70,11 +70,14 @@ TEST(GrootShape, PresetsCountTheirParameters) {
     EXPECT_EQ(module_parameters(*policy, false), count.head) << preset;
     std::cout << preset << ": " << count.backbone << " backbone + " << count.head << " head parameters\n";
   }
-  // N1.5's shapes (docs/groot.md): 64 tokens per 224 px image, a 12-layer 2048-wide language model,
+  // N1.5's shapes (docs/groot.md): 256 tokens per 224 px image (no pixel shuffle, one Linear into
+  // the language model: N1.5's Eagle config), a 12-layer 2048-wide language model,
   // a DiT of 16 blocks 32 x 48 wide over 1 + 32 + 16 tokens, cross-attending to 2048-wide tokens,
   // 32 embodiments of 64 state and 32 action dimensions, 4 Euler steps
   auto n15 = groot_preset_shape("n15");
-  EXPECT_EQ(n15.base.vision.out_tokens(), 64);
+  EXPECT_EQ(n15.base.vision.out_tokens(), 256);
+  EXPECT_EQ(n15.connector_layers, 1);
+  EXPECT_EQ(n15.base.vocab, 151680);
   EXPECT_EQ(n15.base.lm.layers, 12);
   EXPECT_EQ(n15.base.lm.width, 2048);
   EXPECT_EQ(n15.inner(), 1536);
@@ -85,11 +88,11 @@ TEST(GrootShape, PresetsCountTheirParameters) {
   auto c = parameter_count(n15);
   std::cout << "n15: " << c.backbone << " backbone + " << c.head << " head parameters\n";
   // by parts: the backbone is SigLIP (~0.41 B), 12 layers of Qwen3-1.7B's shape (~50 M each),
-  // its 151936 x 2048 embedding and the projector; the head ~1.07 B (the DiT ~0.55 B, the 4 vl
+  // its 151680 x 2048 embedding and the connector; the head ~1.07 B (the DiT ~0.55 B, the 4 vl
   // self-attention blocks ~0.2 B, 32 embodiments' MLPs ~0.3 B)
   const int64_t lm_layer = 2048 * 16 * 128 * 2 + 2048 * 8 * 128 * 2 + 3 * 2048 * 6144 + 2 * 2048;
-  EXPECT_GT(c.backbone, 12 * lm_layer + int64_t(151936) * 2048 + int64_t(4e8));
-  EXPECT_LT(c.backbone, 12 * lm_layer + int64_t(151936) * 2048 + int64_t(4.4e8));
+  EXPECT_GT(c.backbone, 12 * lm_layer + int64_t(151680) * 2048 + int64_t(4e8));
+  EXPECT_LT(c.backbone, 12 * lm_layer + int64_t(151680) * 2048 + int64_t(4.4e8));
   EXPECT_GT(c.head, int64_t(9e8));
   EXPECT_LT(c.head, int64_t(1.2e9));
   EXPECT_THROW(groot_preset_shape("pi05"), Error);

@@ -9,7 +9,10 @@ scripts/setup.sh has both):
 
     PY=~/.cache/ember/venv-lerobot/bin/python
     $PY -m pip install --no-deps --target /tmp/n15 lerobot==0.5.1 diffusers==0.35.2
-    PYTHONPATH=/tmp/n15 $PY tests/python/groot_n15_reference.py OUT_DIR
+    PYTHONPATH=/tmp/n15 $PY tests/python/groot_n15_reference.py [--variant n15|shuffle] OUT_DIR
+
+(tests/fixtures/groot_n15_tiny is --variant n15, N1.5's own Eagle layout; groot_n15_shuffle_tiny
+is --variant shuffle.)
 
 Only LeRobot's N1.5 modules are imported (`policies/groot/action_head/*`,
 `policies/groot/eagle2_hg_model/modeling_eagle2_5_vl.py`, `policies/groot/groot_n1.py`'s
@@ -55,6 +58,10 @@ TEXT = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "intermediate_
         "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 256, "tie_word_embeddings": False,
         "attention_bias": False, "hidden_act": "silu"}
 IMAGE_TOKEN = 511
+# N1.5's Eagle (its eagle config: no pixel shuffle, one Linear as the connector), and Eagle 2.5's
+# other layout (pixel shuffle 0.5, LayerNorm + Linear + GELU + Linear), which ember also reads
+VARIANTS = {"n15": {"use_pixel_shuffle": False, "mlp_connector_layers": 1},
+            "shuffle": {"use_pixel_shuffle": True, "mlp_connector_layers": 2}}
 SELECT_LAYER = 2  # of 3 language model layers: the third is popped, as N1.5 pops past select_layer 12
 ACTION_HEAD = {
     "action_dim": 8, "action_horizon": 4, "add_pos_embed": True, "backbone_embedding_dim": 64, "hidden_size": 32,
@@ -143,13 +150,13 @@ def eagle_backbone_class(torch):
 class Reference:
     """GR00TN15's two halves as GR00TN15 holds them (backbone, action_head), built without the Hub."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, variant: str):
         import torch
         fm, ec, em = import_reference()
         self.torch = torch
         EagleBackbone = eagle_backbone_class(torch)
         ecfg = ec.Eagle25VLConfig(vision_config=dict(VISION, model_type="siglip_vision_model"), text_config=dict(TEXT),
-                                  select_layer=-1, downsample_ratio=0.5, use_pixel_shuffle=True, mlp_connector_layers=2,
+                                  select_layer=-1, downsample_ratio=0.5, **VARIANTS[variant],
                                   image_token_index=IMAGE_TOKEN, use_backbone_lora=0, use_llm_lora=0,
                                   _attn_implementation="eager")
         # Eagle's constructor would build SigLIP with flash attention (none on the CPU): given
@@ -232,9 +239,9 @@ def full_config() -> dict:
             "torch_dtype": "float32"}
 
 
-def make_inputs(torch) -> dict:
+def make_inputs(torch, variant: str) -> dict:
     g = torch.Generator().manual_seed(SEED + 7)
-    image_tokens = (VISION["image_size"] // VISION["patch_size"]) ** 2 // 4
+    image_tokens = (VISION["image_size"] // VISION["patch_size"]) ** 2 // (4 if VARIANTS[variant]["use_pixel_shuffle"] else 1)
     ids, prompts = [], []
     for i in range(BATCH):
         prompt = [1] + [int(x) for x in torch.randint(2, IMAGE_TOKEN, (PROMPT - 1,), generator=g)]
@@ -261,13 +268,13 @@ def make_inputs(torch) -> dict:
     }
 
 
-def write(out_dir: str):
+def write(out_dir: str, variant: str):
     import torch
     from safetensors.torch import save_file
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
     config = full_config()
-    ref = Reference(config)
+    ref = Reference(config, variant)
     ref.randomise(SEED)
     os.makedirs(out_dir, exist_ok=True)
     state = {k: v.contiguous() for k, v in ref.model.state_dict().items()}
@@ -278,12 +285,12 @@ def write(out_dir: str):
     with open(os.path.join(out_dir, "ember_shrink.json"), "w") as f:
         json.dump({"vision_heads": VISION["num_attention_heads"], "rope_base": TEXT["rope_theta"]}, f, indent=2)
         f.write("\n")
-    t = make_inputs(torch)
+    t = make_inputs(torch, variant)
     out = ref.outputs(t)
     tensors = {k: v for k, v in t.items() if isinstance(v, torch.Tensor)}
     tensors.update(out)
     tensors = {k: v.contiguous() for k, v in tensors.items()}
-    meta = {"batch": BATCH, "cameras": CAMERAS, "state_dim": STATE_DIM, "action_dim": ACTION_DIM,
+    meta = {"variant": variant, "batch": BATCH, "cameras": CAMERAS, "state_dim": STATE_DIM, "action_dim": ACTION_DIM,
             "prompts": t["prompts"], "embodiments": EMBODIMENTS, "image_token": IMAGE_TOKEN,
             "contents": {"pixel_values": "[B * cameras, 3, S, S] in [-1, 1], sample-major",
                          "input_ids": "[B, L]: each sample's image tokens (IMAGE_TOKEN), then its prompt",
@@ -302,8 +309,10 @@ def verify(directory: str, inputs: str, rtol: float) -> int:
     from safetensors.torch import load_file
     torch.set_num_threads(1)
     config = json.load(open(os.path.join(directory, "config.json")))
-    ref = Reference(config)
-    missing, unexpected = ref.model.load_state_dict(load_file(os.path.join(directory, "model.safetensors")), strict=False)
+    state = load_file(os.path.join(directory, "model.safetensors"))
+    # the connector's first layer says the layout: a LayerNorm (1-D) starts the pixel-shuffle one
+    ref = Reference(config, "shuffle" if state["backbone.eagle_model.mlp1.0.weight"].dim() == 1 else "n15")
+    missing, unexpected = ref.model.load_state_dict(state, strict=False)
     if missing or unexpected:
         print(f"FAIL: {directory}/model.safetensors: missing {missing}, unexpected {unexpected}")
         return 1
@@ -326,12 +335,15 @@ def main():
     ap.add_argument("--verify", metavar="DIR")
     ap.add_argument("--inputs", metavar="FILE", help="reference.safetensors for --verify (default DIR/reference.safetensors)")
     ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--variant", choices=sorted(VARIANTS), default="n15",
+                    help="n15: N1.5's Eagle (no pixel shuffle, one Linear; tests/fixtures/groot_n15_tiny); shuffle: the "
+                         "pixel shuffle and the two-layer connector (tests/fixtures/groot_n15_shuffle_tiny)")
     a = ap.parse_args()
     if a.verify:
         sys.exit(verify(a.verify, a.inputs or os.path.join(a.verify, "reference.safetensors"), a.rtol))
     if not a.out:
         ap.error("OUT directory or --verify DIR")
-    write(a.out)
+    write(a.out, a.variant)
 
 
 if __name__ == "__main__":

@@ -107,9 +107,13 @@ GrootBackboneImpl::GrootBackboneImpl(const GrootShape& s) : shape(s) {
   const auto& v = s.base.vision;
   const int64_t merged = int64_t(v.width) * v.merge * v.merge, dlm = s.base.lm.width;
   vision = register_module("vision", VisionTower(v));
-  proj_norm = register_module("proj_norm", LayerNorm(merged, 1e-5));
-  proj1 = register_module("proj1", Dense(merged, dlm));
-  proj2 = register_module("proj2", Dense(dlm, dlm));
+  if (s.connector_layers == 2) {
+    proj_norm = register_module("proj_norm", LayerNorm(merged, 1e-5));
+    proj1 = register_module("proj1", Dense(merged, dlm));
+    proj2 = register_module("proj2", Dense(dlm, dlm));
+  } else {
+    proj1 = register_module("proj1", Dense(merged, dlm));
+  }
   embedding = register_parameter("embedding", at::randn({s.base.vocab, dlm}) * 0.02);
   lm = register_module("lm", torch::nn::ModuleList());
   for (int l = 0; l < s.base.lm.layers; ++l) lm->push_back(GrootLmLayer(s.base.lm));
@@ -126,7 +130,7 @@ at::Tensor GrootBackboneImpl::forward(const PolicyInputs& in, const GrootLayout&
     auto x = vision->forward(in.images);  // [ni, P, dv]
     const int64_t ni = x.size(0), g = v.image_size / v.patch, m = v.merge, dv = v.width;
     x = x.view({ni, g / m, m, g / m, m, dv}).permute({0, 1, 3, 2, 4, 5}).reshape({ni, (g / m) * (g / m), m * m * dv});
-    x = proj2->forward(at::gelu(proj1->forward(proj_norm->forward(x))));  // [ni, P / m^2, Dlm]
+    x = proj2 ? proj2->forward(at::gelu(proj1->forward(proj_norm->forward(x)))) : proj1->forward(x);  // [ni, P / m^2, Dlm]
     rows.push_back(x.reshape({-1, dlm}));
   }
   auto text = at::embedding(embedding, in.text_ids);  // [n_text, Dlm]

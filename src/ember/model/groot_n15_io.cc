@@ -100,10 +100,14 @@ std::vector<Entry> name_map(const GrootShape& s, bool projected) {
     linear(dst + "fc2", src + "mlp.fc2");
   }
   linear("backbone.vision.final_norm", kVT + "post_layernorm");
-  // the pixel shuffle's connector: LayerNorm, Linear, GELU, Linear
-  linear("backbone.proj_norm", kEagle + "mlp1.0");
-  linear("backbone.proj1", kEagle + "mlp1.1");
-  linear("backbone.proj2", kEagle + "mlp1.3");
+  // Eagle's connector mlp1: one Linear (N1.5's), or LayerNorm, Linear, GELU, Linear
+  if (s.connector_layers == 1) {
+    linear("backbone.proj1", kEagle + "mlp1.0");
+  } else {
+    linear("backbone.proj_norm", kEagle + "mlp1.0");
+    linear("backbone.proj1", kEagle + "mlp1.1");
+    linear("backbone.proj2", kEagle + "mlp1.3");
+  }
   copy("backbone.embedding", kLM + "embed_tokens.weight");
   for (int i = 0; i < s.base.lm.layers; ++i) {
     const std::string src = kLM + "layers." + std::to_string(i) + ".", dst = "backbone.lm." + std::to_string(i) + ".";
@@ -231,14 +235,23 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
   v.layers = count_layers(sd, kVT + "encoder.layers.", ".mlp.fc1.weight");
   v.mlp = int(need(sd, kVT + "encoder.layers.0.mlp.fc1.weight", wfile, 2).size(0));
   v.heads = field<int>(shrink, "vision_heads", 16, "ember_shrink.json");
-  if (!sd.count(kEagle + "mlp1.3.weight"))
-    bad(wfile, "tensor '" + kEagle + "mlp1.3.weight' is missing: ember reads Eagle 2.5 with the pixel shuffle and the two-layer connector "
-               "(LayerNorm, Linear, GELU, Linear) only", ErrorKind::kUnsupported);
-  const int64_t merged = need(sd, kEagle + "mlp1.0.weight", wfile, 1).size(0);
-  if (merged != 4 * int64_t(v.width))
-    bad(wfile, "tensor '" + kEagle + "mlp1.0.weight' has " + std::to_string(merged) + " values, expected 4 x the vision width " +
-                   std::to_string(v.width) + " (the pixel shuffle of ratio 0.5)", ErrorKind::kUnsupported);
-  v.merge = 2;
+  // Eagle's connector: mlp1.0 a Linear (mlp_connector_layers 1, N1.5's) or a LayerNorm followed by
+  // Linear, GELU, Linear (2); its input width says whether the pixel shuffle (ratio 0.5) merges
+  // 2 x 2 patches (4 x the vision width) or none does (N1.5's)
+  auto it0 = sd.find(kEagle + "mlp1.0.weight");
+  if (it0 == sd.end()) bad(wfile, "tensor '" + kEagle + "mlp1.0.weight' is missing");
+  const bool two = it0->second.dim() == 1;
+  if (two && !sd.count(kEagle + "mlp1.3.weight"))
+    bad(wfile, "tensor '" + kEagle + "mlp1.3.weight' is missing (a connector that starts with a LayerNorm: LayerNorm, Linear, GELU, Linear)");
+  if (!two && sd.count(kEagle + "mlp1.1.weight"))
+    bad(wfile, "unexpected tensor '" + kEagle + "mlp1.1.weight' after a Linear mlp1.0 (Eagle's connectors: Linear, or LayerNorm, Linear, "
+               "GELU, Linear)", ErrorKind::kUnsupported);
+  s.connector_layers = two ? 2 : 1;
+  const int64_t merged = two ? it0->second.size(0) : need(sd, kEagle + "mlp1.0.weight", wfile, 2).size(1);
+  if (merged != int64_t(v.width) && merged != 4 * int64_t(v.width))
+    bad(wfile, "tensor '" + kEagle + "mlp1.0.weight' reads " + std::to_string(merged) + " values per token, expected the vision width " +
+                   std::to_string(v.width) + " (no pixel shuffle) or 4 x it (the pixel shuffle of ratio 0.5)", ErrorKind::kUnsupported);
+  v.merge = merged == int64_t(v.width) ? 1 : 2;
   auto& t = s.base.lm;
   const auto& embed = need(sd, kLM + "embed_tokens.weight", wfile, 2);
   s.base.vocab = int(embed.size(0));
@@ -258,9 +271,10 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
     bad(bf, "field 'project_to_dim' gives backbone features of width " + std::to_string(project ? project : t.width) +
                 ", the action head's backbone_embedding_dim is " + std::to_string(s.backbone_dim), ErrorKind::kCorruption);
   validate(s);
-  if (s.base.vision.image_size != 224 || v.width != 1152 || t.width != 2048)
+  if (s.base.vision.image_size != 224 || v.width != 1152 || t.width != 2048 || v.merge != 1 || s.connector_layers != 1)
     notes.push_back("sizes from the tensors differ from N1.5's (vision " + std::to_string(v.image_size) + " px x " + std::to_string(v.width) +
-                    ", language model " + std::to_string(t.width) + "): kept as found");
+                    ", language model " + std::to_string(t.width) + ", pixel shuffle " + (v.merge == 2 ? "on" : "off") + ", connector " +
+                    std::to_string(s.connector_layers) + " layer(s)): kept as found");
   return s;
 }
 

@@ -11,11 +11,14 @@ GrootShape groot_preset_shape(std::string_view preset) {
   s.base.flow_steps = 4;   // num_inference_timesteps
   s.base.max_action_dim = 32;
   if (preset == "n15") {
-    // Eagle 2.5's SigLIP at 224 px (16 x 16 patches of 14 px, pixel shuffle 0.5: 64 tokens per image)
-    s.base.vision = {224, 14, 1152, 27, 16, 4304, 2};
+    // N1.5's Eagle 2.5: SigLIP at 224 px (16 x 16 patches of 14 px), no pixel shuffle (256 tokens
+    // per image), one Linear to the language model (its eagle config: use_pixel_shuffle false,
+    // mlp_connector_layers 1)
+    s.base.vision = {224, 14, 1152, 27, 16, 4304, 1};
+    s.connector_layers = 1;
     // Qwen3-1.7B's layers (hidden 2048, 16 query / 8 key-value heads of 128, MLP 6144), the first 12 kept
     s.base.lm = {2048, 12, 16, 8, 128, 6144};
-    s.base.vocab = 151936;
+    s.base.vocab = 151680;  // Eagle 2.5's Qwen3 (its text_config: Qwen3-1.7B's tokenizer and Eagle's special tokens)
     s.embodiments.assign(kMaxEmbodiments, GrootEmbodiment{64, 32});
     return s;
   }
@@ -72,6 +75,8 @@ void validate(const GrootShape& s) {
   require(s.inner() <= (1 << 16), "dit_heads x dit_head_dim", "must be at most 65536");
   require(s.max_seq_len >= s.base.horizon, "max_seq_len", "must be at least the horizon");
   require(s.rope_base > 1, "rope_base", "must be above 1");
+  require(s.connector_layers == 1 || s.connector_layers == 2, "connector_layers", "must be 1 or 2");
+  require(s.base.vision.merge == 1 || s.base.vision.merge == 2, "vision.merge", "must be 1 or 2");
   require(s.dropout >= 0 && s.dropout < 1, "dropout", "must be in [0, 1)");
   require(!s.embodiments.empty() && s.embodiments.size() <= size_t(kMaxEmbodiments), "embodiments",
           "must number 1 to " + std::to_string(kMaxEmbodiments));
@@ -96,7 +101,7 @@ GrootParameterCount parameter_count(const GrootShape& s) {
   int64_t vit = dv * 3 * v.patch * v.patch + dv + int64_t(v.tokens()) * dv +
                 v.layers * (4 * dv + dense(dv, 3 * dv) + dense(dv, dv) + dense(dv, v.mlp) + dense(v.mlp, dv)) + 2 * dv;
   const int64_t merged = dv * v.merge * v.merge;
-  int64_t projector = 2 * merged + dense(merged, dlm) + dense(dlm, dlm);
+  int64_t projector = s.connector_layers == 1 ? dense(merged, dlm) : 2 * merged + dense(merged, dlm) + dense(dlm, dlm);
   // q, k, v, o, the MLP, two RMSNorms and Qwen3's q/k norms
   int64_t lm_layer =
       dlm * t.heads * t.head_dim * 2 + dlm * t.kv_heads * t.head_dim * 2 + 3 * dlm * t.mlp + 2 * dlm + 2 * t.head_dim;
@@ -126,7 +131,7 @@ double groot_train_flops(const GrootShape& s, int64_t images, const std::vector<
   const double merged = dv * v.merge * v.merge;
   // multiply-adds of the backbone's forward
   double vit = p * (3.0 * v.patch * v.patch * dv) + v.layers * (p * (4 * dv * dv + 2 * dv * v.mlp) + 2 * p * p * dv) +
-               po * (merged * dlm + dlm * dlm);
+               po * (merged * dlm + (s.connector_layers == 1 ? 0.0 : dlm * dlm));
   const double lm_tok = t.layers * (dlm * t.heads * t.head_dim * 2 + dlm * t.kv_heads * t.head_dim * 2 + 3 * dlm * t.mlp);
   auto causal_pairs = [](double l) { return l * (l + 1) / 2; };
   double backbone = double(images) * vit, head = 0;

@@ -1,8 +1,9 @@
 // The shapes of a GR00T-N1.5-style policy and its named presets. Pure data, no libtorch.
 //
 //   backbone  base.vision: a SigLIP-like ViT per present camera, its patches merged base.vision.merge^2
-//             to one token (Eagle's pixel shuffle) and projected to base.lm.width by an MLP with a
-//             LayerNorm in front (Eagle's mlp1); base.lm: the language model's first base.lm.layers
+//             to one token (Eagle's pixel shuffle; N1.5 has none: merge 1) and projected to
+//             base.lm.width by Eagle's mlp1 (connector_layers: one Linear, N1.5's, or LayerNorm +
+//             Linear + GELU + Linear); base.lm: the language model's first base.lm.layers
 //             layers over the prefix [image tokens ; prompt tokens] (N1.5 keeps Qwen3's first
 //             select_layer = 12 and takes that layer's output). Frozen by default.
 //   adapter   to backbone_dim (a linear map when the widths differ; N1.5's eagle_linear, the identity
@@ -39,6 +40,10 @@ struct GrootShape {
   int future_tokens = 32;      // num_target_vision_tokens
   int max_seq_len = 1024;      // rows of the action tokens' position embedding
   int timestep_buckets = 1000; // num_timestep_buckets: the flow time is discretised to these
+  // Eagle's connector from the (merged) patches to the language model: 2 = LayerNorm, Linear,
+  // GELU, Linear (mlp_connector_layers 2); 1 = one Linear (N1.5's Eagle: mlp_connector_layers 1,
+  // no pixel shuffle)
+  int connector_layers = 2;
   double rope_base = 1e6;      // Qwen3's rope_theta
   // dropout of the vl self-attention and DiT blocks while training (their configs' dropout with
   // final_dropout); a training setting, the same for every preset, recorded in policy.json

@@ -89,6 +89,7 @@ nlohmann::json groot_shape_to_json(const GrootShape& g) {
                 {"timestep_buckets", g.timestep_buckets}, {"rope_base", g.rope_base}, {"dropout", g.dropout},
                 {"embodiments", embodiments}};
   if (g.padded_heads) j["groot"]["padded_heads"] = true;
+  j["groot"]["connector_layers"] = g.connector_layers;
   return j;
 }
 
@@ -108,6 +109,7 @@ GrootShape groot_shape_from_json(const nlohmann::json& j, const std::string& wha
     g.timestep_buckets = h.at("timestep_buckets").get<int>(), g.rope_base = h.at("rope_base").get<double>();
     if (h.contains("dropout")) g.dropout = h.at("dropout").get<double>();  // absent (older files): N1.5's 0.2
     g.padded_heads = h.value("padded_heads", false);
+    g.connector_layers = h.value("connector_layers", 2);  // absent (files before N1.5's connector): the two-layer one
     g.embodiments.clear();
     for (const auto& e : h.at("embodiments")) g.embodiments.push_back({e.at("state_dim").get<int>(), e.at("action_dim").get<int>()});
     validate(g);
