@@ -53,7 +53,8 @@ T required(const ojson& j, const std::string& key, const std::string& file) {
   return field<T>(j, key, T{}, file);
 }
 
-const at::Tensor& need(const TensorMap& sd, const std::string& key, const std::string& file, int64_t dims) {
+// (returned by value: a handle, so no reference outlives a temporary key)
+at::Tensor need(const TensorMap& sd, const std::string& key, const std::string& file, int64_t dims) {
   auto it = sd.find(key);
   if (it == sd.end()) bad(file, "tensor '" + key + "' is missing");
   if (it->second.dim() != dims)
@@ -226,7 +227,7 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
 
   // the backbone, from its tensors
   auto& v = s.base.vision;
-  const auto& patch = need(sd, kVT + "embeddings.patch_embedding.weight", wfile, 4);
+  const at::Tensor patch = need(sd, kVT + "embeddings.patch_embedding.weight", wfile, 4);
   v.width = int(patch.size(0)), v.patch = int(patch.size(2));
   const int64_t positions = need(sd, kVT + "embeddings.position_embedding.weight", wfile, 2).size(0);
   const int grid = int(std::lround(std::sqrt(double(positions))));
@@ -253,7 +254,7 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
                    std::to_string(v.width) + " (no pixel shuffle) or 4 x it (the pixel shuffle of ratio 0.5)", ErrorKind::kUnsupported);
   v.merge = merged == int64_t(v.width) ? 1 : 2;
   auto& t = s.base.lm;
-  const auto& embed = need(sd, kLM + "embed_tokens.weight", wfile, 2);
+  const at::Tensor embed = need(sd, kLM + "embed_tokens.weight", wfile, 2);
   s.base.vocab = int(embed.size(0));
   t.width = int(embed.size(1));
   t.layers = count_layers(sd, kLM + "layers.", ".mlp.gate_proj.weight");
@@ -337,7 +338,7 @@ GrootN15Import import_groot_n15(const fs::path& dir) {
       for (const auto& k : e.n15) parts.push_back(need(sd, k, wfile, e.ember.ends_with("weight") ? 2 : 1));
       t = at::cat(parts, 0);
     } else if (e.kind == Kind::kCategoryWeight || e.kind == Kind::kCategoryBias) {
-      const auto& w = need(sd, e.n15[0], wfile, e.kind == Kind::kCategoryWeight ? 3 : 2);
+      const at::Tensor w = need(sd, e.n15[0], wfile, e.kind == Kind::kCategoryWeight ? 3 : 2);
       if (w.size(0) != int64_t(s.embodiments.size()))
         bad(wfile, "tensor '" + e.n15[0] + "' has shape " + shape_text(w.sizes()) + ": " + std::to_string(w.size(0)) +
                        " embodiments, config.json's max_num_embodiments is " + std::to_string(s.embodiments.size()));
