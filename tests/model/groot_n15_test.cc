@@ -323,6 +323,12 @@ TEST(GrootN15, TheGrootTypeImportsIt) {
   EXPECT_EQ(imported.arch->fit_features(narrower, "data", false), nullptr);  // kept as it is
   narrower.action_dim = 9;
   EXPECT_THROW(imported.arch->fit_features(narrower, "data", false), Error);
+  narrower.action_dim = 6;
+  narrower.embodiment = 2;  // --policy.embodiment: another head reads the data
+  EXPECT_EQ(imported.arch->fit_features(narrower, "data", false), nullptr);
+  narrower.embodiment = 3;
+  EXPECT_THROW(imported.arch->fit_features(narrower, "data", false), Error);
+  narrower.embodiment = 0;
   // policy.json keeps the padded widths
   auto again = arch_from_json(imported.arch->to_json(), "policy.json");
   narrower.action_dim = 6;

@@ -53,9 +53,10 @@ fi
 # on the dataset's tasks), predicted from, exported back in N1.5's layout
 n15="$(dirname "$fixture")/groot_n15_tiny"
 run "$ember" train --policy.type=groot --policy.path="$n15" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
-    --log_freq=1 --save_freq=3 --steps=3 --dataset.episodes=[0] --output_dir="$dir/n15run"
+    --log_freq=1 --save_freq=3 --steps=3 --dataset.episodes=[0] --output_dir="$dir/n15run" --policy.embodiment=2
 grep -q "initialised from" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the N1.5 run did not start from the directory"; }
 grep -q '"padded_heads": true' "$dir/n15run/checkpoints/latest/policy.json" || fail "policy.json does not keep N1.5's padded widths"
+grep -q '"embodiment": 2' "$dir/n15run/checkpoints/latest/features.json" || fail "features.json does not record --policy.embodiment"
 run "$ember" predict --checkpoint "$dir/n15run" --dataset.root "$data" --index 2 --device cpu
 grep -qi "pred" "$dir/out.txt" || { cat "$dir/out.txt"; fail "predict from the N1.5 run printed no chunk"; }
 run "$ember" export --checkpoint "$dir/n15run" --to groot_n15 "$dir/n15out"
@@ -77,6 +78,10 @@ expect_user_error "pi05 preset for groot" "$ember" train --policy.type=groot --p
 expect_user_error "n15 preset for pi05" "$ember" train --policy.preset=n15 --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "tune_backbone for pi05" "$ember" train --policy.tune_backbone=true --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "resume as another type" "${train[@]}" --policy.type=pi05 --output_dir="$dir/run" --steps=5 --resume=true
+expect_user_error "an embodiment the policy lacks" "$ember" train --policy.type=groot --policy.path="$n15" --policy.embodiment=3 \
+    --dataset.root="$data" --device=cpu --output_dir="$dir/x"
+grep -q -- "--policy.embodiment=3: the policy has embodiments 0..2" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the embodiment error does not name the flag"; }
+expect_user_error "an embodiment for pi05" "$ember" train --policy.embodiment=1 --dataset.root="$data" --device=cpu --output_dir="$dir/x"
 expect_user_error "N1.5 directory as pi05" "$ember" train --policy.path="$n15" --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "export to an unknown format" "$ember" export --checkpoint "$n15" --to gr00t "$dir/x"
 expect_user_error "a pi05 checkpoint to groot_n15" "$ember" export --checkpoint "$(dirname "$fixture")/lerobot_pi05_tiny" --to groot_n15 "$dir/x"

@@ -19,22 +19,27 @@ class GrootArch : public PolicyArch {
   const PolicyShape& base() const override { return shape_.base; }
   nlohmann::json to_json() const override { return groot_shape_to_json(shape_); }
 
+  // The dataset's samples go to embodiment k = spec.embodiment (--policy.embodiment): a fresh
+  // policy's embodiment k takes the dataset's widths; a resumed one must have them; N1.5's padded
+  // heads keep theirs (its weights were trained on them) and take narrower data zero-padded.
   std::shared_ptr<const PolicyArch> fit_features(const FeatureSpec& spec, const std::string& root, bool resumed) const override {
+    const int64_t k = spec.embodiment;
+    if (k < 0 || k >= int64_t(shape_.embodiments.size()))
+      throw Error(ErrorKind::kInvalidArgument, "--policy.embodiment=" + std::to_string(k) + ": the policy has embodiments 0.." +
+                                                   std::to_string(shape_.embodiments.size() - 1));
     const GrootEmbodiment want{int(spec.state_dim), int(spec.action_dim)};
-    const auto& e = shape_.embodiments.at(0);
-    if (shape_.padded_heads) {  // N1.5's widths stay (its weights were trained on them): narrower data is zero-padded
+    const auto& e = shape_.embodiments.at(size_t(k));
+    const std::string widths = "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
+                               std::to_string(want.action_dim) + ", the policy's embodiment " + std::to_string(k);
+    if (shape_.padded_heads) {
       if (want.state_dim > e.state_dim || want.action_dim > e.action_dim)
-        throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
-                                                     std::to_string(want.action_dim) + ", the policy's embodiment 0 takes at most " +
-                                                     std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
+        throw Error(ErrorKind::kInvalidArgument, widths + " takes at most " + std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
       return nullptr;
     }
     if (resumed && (e.state_dim != want.state_dim || e.action_dim != want.action_dim))
-      throw Error(ErrorKind::kInvalidArgument, "dataset " + root + ": state/action widths " + std::to_string(want.state_dim) + "/" +
-                                                   std::to_string(want.action_dim) + ", the checkpoint's embodiment 0 has " +
-                                                   std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
+      throw Error(ErrorKind::kInvalidArgument, widths + " has " + std::to_string(e.state_dim) + "/" + std::to_string(e.action_dim));
     auto g = shape_;
-    g.embodiments.at(0) = want;
+    g.embodiments.at(size_t(k)) = want;
     return std::make_shared<GrootArch>(g);
   }
 
@@ -143,8 +148,8 @@ ImportedPolicy import_n15(const std::filesystem::path& dir) {
   out.config = std::move(in.config);
   out.kept = std::move(in.kept);
   out.notes = std::move(in.notes);
-  out.notes.push_back("GR00T-N1.5: embodiment 0's heads read the dataset (N1.5's new_embodiment is id 31); the statistics in "
-                      "experiment_cfg/ are not read (fine-tuning takes the dataset's)");
+  out.notes.push_back("GR00T-N1.5: --policy.embodiment picks the heads that read the dataset (default 0; N1.5's new_embodiment "
+                      "is 31); the statistics in experiment_cfg/ are not read (fine-tuning takes the dataset's)");
   out.skipped = std::move(in.skipped);
   return out;
 }

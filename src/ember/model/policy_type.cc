@@ -6,7 +6,10 @@
 
 namespace ember::model {
 
-std::shared_ptr<const PolicyArch> PolicyArch::fit_features(const FeatureSpec&, const std::string&, bool) const {
+std::shared_ptr<const PolicyArch> PolicyArch::fit_features(const FeatureSpec& spec, const std::string&, bool) const {
+  if (spec.embodiment != 0)
+    throw Error(ErrorKind::kInvalidArgument, "--policy.embodiment=" + std::to_string(spec.embodiment) + ": a " + type() +
+                                                 " policy has one embodiment (0)");
   return nullptr;  // callers keep the architecture they have
 }
 

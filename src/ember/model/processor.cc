@@ -138,6 +138,7 @@ nlohmann::json FeatureSpec::to_json() const {
   if (loss_on_padded_steps) j["loss_on_padded_steps"] = true;
   if (lerobot_images) j["lerobot_images"] = true;
   if (!state_in_prompt) j["state_in_prompt"] = false;
+  if (embodiment != 0) j["embodiment"] = embodiment;
   return j;
 }
 
@@ -161,6 +162,8 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
     s.loss_on_padded_steps = j.value("loss_on_padded_steps", false);
     s.lerobot_images = j.value("lerobot_images", false);
     s.state_in_prompt = j.value("state_in_prompt", true);
+    s.embodiment = j.value("embodiment", int64_t(0));
+    if (s.embodiment < 0 || s.embodiment >= 1024) throw Error(ErrorKind::kCorruption, what + ": embodiment " + std::to_string(s.embodiment));
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kCorruption, what + ": " + e.what());
@@ -243,6 +246,7 @@ model::PolicySample SampleBuilder::build(const data::Item& item, bool with_actio
                     : model::task_prompt_tokens(tokenizer_, item.task, shape_.max_prompt);
   s.prompt = std::move(prompt.ids);
   s.state = at::tensor(state, at::kFloat);  // GR00T's state token reads it (pi0.5 only the prompt)
+  s.embodiment = int(spec_.embodiment);
   if (!with_actions) return s;
   auto it = item.values.find(spec_.action_key);
   if (it == item.values.end()) throw Error(ErrorKind::kInvalidArgument, "item " + std::to_string(item.index) + " has no " + spec_.action_key);

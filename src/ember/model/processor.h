@@ -44,6 +44,8 @@ struct FeatureSpec {
   // the normalised state written into the prompt (pi0.5's); false: the task alone (GR00T-N1.5's,
   // whose state enters as the state token)
   bool state_in_prompt = true;
+  // GR00T: the embodiment whose heads read these samples (--policy.embodiment); pi0.5: 0
+  int64_t embodiment = 0;
   // policy camera -> the dataset's key it reads (lerobot-train's --rename_map); a property of
   // the run, not of the policy: not saved
   std::map<std::string, std::string> camera_sources;

@@ -71,19 +71,22 @@ std::unique_ptr<model::Tokenizer> find_tokenizer(const fs::path& dir, const std:
 
 }  // namespace
 
-PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std::string>& tokenizer_path, bool need_tokenizer) {
+PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std::string>& tokenizer_path, bool need_tokenizer,
+                                   bool print_notes) {
   const model::PolicyType* type = model::foreign_policy_type(dir);
   if (!type) throw Error(ErrorKind::kInvalidArgument, dir.string() + ": not a policy directory any registered type reads (" +
                                                           model::policy_type_names() + ")");
   auto imported = type->import_dir(dir);
-  for (const auto& note : imported.notes) std::fprintf(stderr, "ember: %s: %s\n", dir.string().c_str(), note.c_str());
+  PolicyBundle b;
+  for (const auto& note : imported.notes) b.import_notes.push_back("ember: " + dir.string() + ": " + note);
   if (!imported.skipped.empty()) {
     std::string list;
     for (const auto& k : imported.skipped) list += (list.empty() ? "" : ", ") + k;
-    std::fprintf(stderr, "ember: %s: skipped %zu tensors %s never uses (kept for export): %s\n", dir.string().c_str(),
-                 imported.skipped.size(), type->name.c_str(), list.c_str());
+    b.import_notes.push_back("ember: " + dir.string() + ": skipped " + std::to_string(imported.skipped.size()) + " tensors " +
+                             type->name + " never uses (kept for export): " + list);
   }
-  PolicyBundle b;
+  if (print_notes)
+    for (const auto& line : b.import_notes) std::fprintf(stderr, "%s\n", line.c_str());
   b.arch = imported.arch;
   b.shape = b.arch->base();
   b.spec = imported.spec;

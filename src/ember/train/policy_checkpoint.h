@@ -33,6 +33,9 @@ struct PolicyBundle {
   // (model::LeRobotImport::kept: those pi0.5 never reads, the original Gemma norm weights)
   nlohmann::ordered_json lerobot_config;
   std::map<std::string, at::Tensor> lerobot_unused;
+  // what an import adapted and left out, one line each ("DIR: ..."), printed by
+  // import_lerobot_bundle unless the caller prints them later (train: once its flags are checked)
+  std::vector<std::string> import_notes;
 };
 
 // Writes the four files (and the two LeRobot ones when the bundle has them) into dir (which
@@ -52,7 +55,7 @@ PolicyBundle load_policy(const std::filesystem::path& path, const at::Device& de
 // mode), the tokenizer as load_policy finds it, or none when `need_tokenizer` is false. Throws
 // kInvalidArgument when no registered type reads it.
 PolicyBundle import_lerobot_bundle(const std::filesystem::path& dir, const std::optional<std::string>& tokenizer_path,
-                                   bool need_tokenizer = true);
+                                   bool need_tokenizer = true, bool print_notes = true);
 
 // `ember export --checkpoint DIR --to FORMAT OUT`: writes the bundle as its type's reference
 // directory (pi05: a LeRobot policy, the type's export_dir). OUT must be absent or empty.

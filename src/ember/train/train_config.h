@@ -102,6 +102,9 @@ struct PolicyConfig {
   // groot: how the embodiment MLPs start: n15 (N(0, 0.02^2), N1.5's) | torch (torch.nn.Linear's
   // default, for training from scratch)
   std::string head_init = "n15";
+  // groot: the embodiment whose state, action and decoder heads read the dataset (recorded in
+  // features.json; a GR00T-N1.5 checkpoint's: N1.5's new_embodiment is 31); pi05: 0
+  int64_t embodiment = 0;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

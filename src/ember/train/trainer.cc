@@ -142,10 +142,10 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
     if (type && type->name != config.policy.type)
       throw Error(ErrorKind::kInvalidArgument, "--policy.path=" + dir.string() + ": a " + type->name + " policy directory; pass --policy.type=" +
                                                    type->name + " (its defaults are the ones that fine-tune it)");
-    imported = import_lerobot_bundle(dir, config.policy.tokenizer_path, /*need_tokenizer=*/!own);
+    imported = import_lerobot_bundle(dir, config.policy.tokenizer_path, /*need_tokenizer=*/!own, /*print_notes=*/false);
     if (own)
-      std::fprintf(stderr, "ember train: %s has no SentencePiece tokenizer: one is trained on the dataset's tasks (at most %d pieces, "
-                           "the policy's embedding)\n", dir.string().c_str(), imported->shape.vocab);
+      imported->import_notes.push_back("ember train: " + dir.string() + " has no SentencePiece tokenizer: one is trained on the dataset's "
+                                       "tasks (at most " + std::to_string(std::min(2048, imported->shape.vocab)) + " pieces)");
   }
   auto tokenizer = imported && imported->tokenizer
                        ? model::Tokenizer::from_bytes(imported->tokenizer->serialized(), imported->tokenizer->name())
@@ -165,7 +165,10 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
     like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
                                  : model::feature_spec(meta, shape, feature_rules(config));
+  if (!resume || !fs::exists(*resume / "features.json")) spec.embodiment = config.policy.embodiment;  // a resumed run keeps its own
   if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
+  if (imported)  // the run's flags and the dataset fit the import: now what it adapted is worth reading
+    for (const auto& line : imported->import_notes) std::fprintf(stderr, "%s\n", line.c_str());
   return RunPolicy{std::move(imported), std::move(tokenizer), std::move(arch), shape, std::move(spec)};
 }
 
