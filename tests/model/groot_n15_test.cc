@@ -20,6 +20,7 @@
 #include "ember/model/groot_n15.h"
 #include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
+#include "model/lerobot_reference.h"
 #include "test_util.h"
 
 namespace ember::model {
@@ -43,19 +44,11 @@ struct Reference {
   const at::Tensor& operator()(const std::string& name) const { return t.at(name); }
 };
 
-double rel(const at::Tensor& a, const at::Tensor& b) {
-  auto d = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-  return d / std::max(b.to(at::kDouble).abs().max().item<double>(), 1e-12);
-}
+double rel(const at::Tensor& a, const at::Tensor& b) { return test::lerobot_rel(a, b); }
 
 GrootPolicy imported_policy(const GrootN15Import& im) {
   at::set_num_threads(1);
-  GrootPolicy p(im.shape);
-  NamedTensors params;
-  for (const auto& q : p->named_parameters()) params.emplace_back(q.key(), q.value());
-  load_into(params, im.params, "reference");
-  p->eval();
-  return p;
+  return test::with_weights(GrootPolicy(im.shape), im.params);
 }
 
 // The stored batch as ember's samples: each sample's cameras, its prompt, its real state and
@@ -208,7 +201,7 @@ TEST_P(GrootN15Features, ExportRoundTripsBitForBit) {
     ASSERT_TRUE(sd.count(k)) << k;
     EXPECT_TRUE(at::equal(sd.at(k), t)) << k;
   }
-  test::TempDir tmp("groot_n15_export");
+  ember::test::TempDir tmp("groot_n15_export");
   const fs::path out = fs::path(tmp.path()) / "out";
   write_groot_n15(out, im.shape, im.params, im.kept, im.config);
   auto again = import_groot_n15(out);
@@ -223,7 +216,7 @@ TEST_P(GrootN15Features, ExportRoundTripsBitForBit) {
 
 // A copy of the fixture with one change, imported: the error names the file and the field or tensor
 struct Broken {
-  test::TempDir tmp{"groot_n15_bad"};
+  ember::test::TempDir tmp{"groot_n15_bad"};
   fs::path dir = fs::path(tmp.path()) / "n15";
   Broken() {
     fs::create_directories(dir);

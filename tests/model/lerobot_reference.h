@@ -61,14 +61,17 @@ inline double lerobot_rel(const at::Tensor& a, const at::Tensor& b) {
   return d / std::max(b.to(at::kDouble).abs().max().item<double>(), 1e-12);
 }
 
-// The imported policy with its weights, in eval mode (fp32, on the CPU).
-inline Pi05Policy imported_policy(const LeRobotImport& im) {
-  Pi05Policy p(im.shape);
+// `policy` (a module holder of any type) with an import's weights (ember's names), in eval mode.
+template <class Policy>
+Policy with_weights(Policy policy, const std::map<std::string, at::Tensor>& weights) {
   NamedTensors params;
-  for (const auto& q : p->named_parameters()) params.emplace_back(q.key(), q.value());
-  load_into(params, im.params, "reference");
-  p->eval();
-  return p;
+  for (const auto& q : policy->named_parameters()) params.emplace_back(q.key(), q.value());
+  load_into(params, weights, "reference");
+  policy->eval();
+  return policy;
 }
+
+// The imported policy with its weights, in eval mode (fp32, on the CPU).
+inline Pi05Policy imported_policy(const LeRobotImport& im) { return with_weights(Pi05Policy(im.shape), im.params); }
 
 }  // namespace ember::model::test
