@@ -35,7 +35,7 @@
 #   DEADLINE_S     `all` only: seconds for the three stages together; TRAIN_SECONDS shrinks to
 #                  DEADLINE_S less collect's time less EVAL_S (default 150) where that is less
 #   rl: RL_RUN=rl RL_SECONDS=480 RL_ITERS=200 RL_SAVE=5 RL_GROUPS=16 RL_GROUP=8 RL_WORKERS=16
-#   RL_ENVS=8 RL_LR=0 (ember rl's default by the policy's size: 1e-5 for small) RL_MODE=sync RL_ALGO=grpo RL_NOISE_METHOD=sde RL_NOISE_LEVEL=0.5 (sde)
+#   RL_ENVS=8 RL_LR=0 (ember rl's default by the policy's size: 1e-5 for small) RL_MODE=auto (ember rl's: sync on one GPU) RL_ALGO=grpo RL_NOISE_METHOD=sde RL_NOISE_LEVEL=0.5 (sde)
 #   RL_NOISE=0.2 (every_step) RL_DENOISE=4 (0: the policy's steps) RL_MICRO=128 RL_KL_EVERY=4 RL_EPOCHS=1
 #   RL_LR_WARMUP=-1 (steps of the learning rate's linear warm-up; -1: ember rl's default, 10 for small)
 #   RL_EVAL_FREQ=10 RL_EVAL_TRIALS=10 RL_TARGET_KL=0 (off; > 0: PPO's early stop of the epochs)
@@ -117,7 +117,7 @@ rl() {
   local rl_run="${RL_RUN:-rl}" resume=()
   if [[ "${RL_RESUME:-0}" == 1 ]]; then resume=(--resume); else rm -rf "${work:?}/$rl_run"; fi
   timeout -k 120 "${RL_SECONDS:-480}" "$ember" rl --checkpoint "$work/$run" --output_dir "$work/$rl_run" --suite ember10 \
-    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-sync}" --rl.algo "${RL_ALGO:-grpo}" \
+    --device "$device" --renderer "$renderer" --rl.camera_size "$image" --rl.mode "${RL_MODE:-auto}" --rl.algo "${RL_ALGO:-grpo}" \
     --rl.iterations "${RL_ITERS:-200}" --save_freq "${RL_SAVE:-5}" --rl.groups_per_step "${RL_GROUPS:-16}" \
     --rl.group_size "${RL_GROUP:-8}" --rl.env_workers "${RL_WORKERS:-16}" --rl.envs_per_worker "${RL_ENVS:-8}" \
     --rl.max_batch 64 --rl.batch_timeout_ms 5 --rl.micro_batch "${RL_MICRO:-128}" --rl.kl_every "${RL_KL_EVERY:-4}" --rl.epochs "${RL_EPOCHS:-1}" --rl.target_kl "${RL_TARGET_KL:-0}" --rl.train "${RL_TRAIN:-auto}" --rl.replan_steps "${REPLAN:-5}" \

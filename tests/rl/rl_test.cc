@@ -690,6 +690,12 @@ TEST(RlConfig, SizeDefaultsFollowThePolicyAndKeepGivenFlags) {
   EXPECT_EQ(given.optimizer.lr, 3e-5);
   EXPECT_EQ(given.lr_warmup, 0);
   EXPECT_EQ(given.train, "all");
+  // the mode: sync where the rollout and the learner share a GPU, async with a GPU each; a given one stays
+  EXPECT_EQ(small.mode, "sync");
+  c.placement = "split";
+  EXPECT_EQ(with_size_defaults(c, 1).mode, "async");
+  c.mode = "sync";
+  EXPECT_EQ(with_size_defaults(c, 1).mode, "sync");
 }
 
 TEST(ValueHead, LayersFromTheHiddenWidthsStartAtZero) {
@@ -829,7 +835,7 @@ TEST(RlConfig, FlagsParseThroughTheSchema) {
   EXPECT_NE(error({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
   const std::string help = rl_flags_help();
   EXPECT_NE(help.find("  --optimizer.lr FLOAT (default 0.0)  "), std::string::npos) << help;
-  EXPECT_NE(help.find("  --rl.mode async|sync (default async)  "), std::string::npos) << help;
+  EXPECT_NE(help.find("  --rl.mode auto|async|sync (default auto)  "), std::string::npos) << help;
 }
 
 // A resumed run compares its sampler with the saved config's, in today's sections or in the

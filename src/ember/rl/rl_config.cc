@@ -52,7 +52,8 @@ void RlFields::operator()(C& c, V&& v) const {
     "closed-loop evaluation of the learner's policy on the suite's evaluation states at the start, every N steps and at the end: eval.jsonl (0: never)");
   v("eval.trials", c.eval.trials, Choices{}, "episodes per task of each evaluation");
   v("eval.n_envs", c.eval.n_envs, Choices{}, "environments stepped at once in an evaluation");
-  v("rl.mode", c.mode, Choices{"async", "sync"}, "async: the next step's episodes run while the learner works; sync: collect, then learn");
+  v("rl.mode", c.mode, Choices{"auto", "async", "sync"},
+    "async: the next step's episodes run while the learner works; sync: collect, then learn; auto: sync on a shared GPU, async with placement split");
   v("rl.algo", c.algo, Choices{"grpo", "ppo"}, "grpo: group-relative, value-free; ppo: GAE and a value head");
   v("rl.iterations", c.iterations, Choices{}, "optimizer steps");
   v("rl.groups_per_step", c.groups_per_step, Choices{}, "groups per optimizer step");
@@ -114,6 +115,7 @@ RlConfig with_size_defaults(RlConfig c, int64_t policy_parameters) {
   if (c.optimizer.lr == 0) c.optimizer.lr = large ? 1e-5 : 1e-4;
   if (c.lr_warmup < 0) c.lr_warmup = large ? 10 : 0;
   if (c.train == "auto") c.train = large ? "expert" : "all";
+  if (c.mode == "auto") c.mode = c.placement == "split" ? "async" : "sync";  // one GPU each: overlap pays; shared: it does not
   return c;
 }
 
@@ -122,7 +124,7 @@ void validate(const RlConfig& c) {
   require(c.checkpoint.empty() || c.policy.preset.empty(), "policy.preset", "not with --checkpoint");
   require(!c.output_dir.empty(), "output_dir", "missing");
   config::check_choices(RlFields{}, c);
-  require(c.mode == "sync" || c.mode == "async", "rl.mode", "expected sync or async, got '" + c.mode + "'");
+  require(c.mode == "sync" || c.mode == "async" || c.mode == "auto", "rl.mode", "expected auto, sync or async, got '" + c.mode + "'");
   require(c.algo == "grpo" || c.algo == "ppo", "rl.algo", "expected grpo or ppo, got '" + c.algo + "'");
   require(c.gamma > 0 && c.gamma <= 1, "rl.gamma", "must be in (0, 1]");
   require(c.gae_lambda >= 0 && c.gae_lambda <= 1, "rl.gae_lambda", "must be in [0, 1]");

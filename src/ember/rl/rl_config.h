@@ -40,7 +40,10 @@ struct RlConfig {
   int64_t seed = 0;
   bool resume = false;
 
-  std::string mode = "async";     // sync | async
+  // sync | async | auto: sync where the rollout and the learner share a GPU (placement shared:
+  // async measured 0.62-0.75x of sync there with `small` on ember10, docs/rl_throughput.md),
+  // async where they have a GPU each (placement split); resolved by with_size_defaults
+  std::string mode = "auto";
   std::string algo = "grpo";      // grpo | ppo (learner.h)
   int64_t iterations = 20;        // optimizer steps
   int64_t groups_per_step = 4;    // groups in one optimizer step's batch
@@ -122,8 +125,8 @@ void validate(const RlConfig& config);
 // only with a small, warmed-up learning rate on the action expert (lr 1e-4 on the whole `small`
 // policy took it from 77 to 47 %); a smaller one (`tiny`, 0.24 M) gains on `easy` with the whole
 // policy at 1e-4 and barely moves with the large recipe (bench/results/rl_defaults_cpu_2026-12-04.md).
-// Fills optimizer.lr (0), lr_warmup (-1) and train ("auto") where they were left so; flags
-// given keep their values.
+// Fills optimizer.lr (0), lr_warmup (-1) and train ("auto") where they were left so, and mode
+// ("auto": sync with placement shared, async with split); flags given keep their values.
 inline constexpr int64_t kLargePolicyParameters = 10'000'000;
 RlConfig with_size_defaults(RlConfig c, int64_t policy_parameters);
 
