@@ -328,5 +328,36 @@ TEST(GrootN15, TheGrootTypeImportsIt) {
   EXPECT_EQ(again->fit_features(narrower, "data", true), nullptr);
 }
 
+
+// GR00T-N1.5-3B itself, by name and shape (tests/fixtures/groot_n15_inventory.json: every tensor
+// the reference's modules hold at N1.5's real sizes, listed on the meta device; no weights): the
+// import reads exactly the n15 preset, every tensor but SigLIP's pooling head maps to one of
+// ember's parameters, the counts agree with parameter_count, and the export gives back the
+// same names and shapes.
+TEST(GrootN15, TheRealCheckpointsNamesAndShapesMapToTheN15Preset) {
+  const auto inv = read_ordered_json(fs::path(EMBER_TEST_DATA) / "groot_n15_inventory.json");
+  std::map<std::string, at::Tensor> sd;
+  for (const auto& [key, shape] : inv["tensors"].items())
+    sd[key] = at::empty(shape.get<std::vector<int64_t>>(), at::TensorOptions().device(at::kMeta));
+  auto im = import_groot_n15(inv["config"], sd, nlohmann::ordered_json::object(), "config.json", "model.safetensors");
+  auto want = groot_preset_shape("n15");
+  EXPECT_EQ(groot_shape_to_json(im.shape).dump(), [&] {
+    auto j = groot_shape_to_json(want);
+    j["preset"] = "gr00t_n1_5";
+    return j.dump();
+  }());
+  EXPECT_TRUE(im.notes.empty()) << im.notes.front();  // nothing differs from N1.5's sizes
+  EXPECT_EQ(im.skipped.size(), 11u);                  // SigLIP's pooling head (the embedding is tied: no lm_head)
+  int64_t values = 0;
+  for (const auto& [k, t] : im.params) values += t.numel();
+  EXPECT_EQ(values, parameter_count(want).total());
+  auto back = to_groot_n15_state_dict(im.shape, im.params, im.kept);
+  ASSERT_EQ(back.size(), sd.size());
+  for (const auto& [k, t] : sd) {
+    ASSERT_TRUE(back.count(k)) << k;
+    EXPECT_EQ(back.at(k).sizes(), t.sizes()) << k;
+  }
+}
+
 }  // namespace
 }  // namespace ember::model

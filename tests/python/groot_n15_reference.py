@@ -232,6 +232,55 @@ class Reference:
         return out
 
 
+# --inventory: GR00T-N1.5-3B's real sizes. The action head's configuration is nvidia/GR00T-N1.5-3B's
+# config.json (docs/groot.md cites each value); the backbone's is Isaac-GR00T's N1.5-era Eagle 2.5
+# config (gr00t/model/backbone/eagle2_hg_model/config.json: SigLIP 224 px / 14 / 1152 x 27, no
+# pixel shuffle, one Linear, Qwen3-1.7B's layers, vocabulary 151680, tied embeddings)
+N15_VISION = {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27, "num_attention_heads": 16,
+              "image_size": 224, "patch_size": 14, "layer_norm_eps": 1e-6, "hidden_act": "gelu_pytorch_tanh"}
+N15_TEXT = {"architectures": ["Qwen3ForCausalLM"], "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28,
+            "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151680,
+            "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "max_position_embeddings": 40960, "tie_word_embeddings": True,
+            "attention_bias": False, "hidden_act": "silu"}
+N15_CONFIG = {
+    "architectures": ["GR00T_N1_5"], "model_type": "gr00t_n1_5", "action_dim": 32, "action_horizon": 16,
+    "compute_dtype": "bfloat16", "hidden_size": 2048, "model_dtype": "float32", "torch_dtype": "bfloat16",
+    "backbone_cfg": {"eagle_path": "NVEagle/eagle_er-qwen3_1_7B-Siglip2_400M_stage1_5_128gpu_er_v7_1mlp_nops",
+                     "load_bf16": False, "project_to_dim": None, "reproject_vision": False, "select_layer": 12,
+                     "tune_llm": False, "tune_visual": True, "use_flash_attention": True},
+    "action_head_cfg": {
+        "action_dim": 32, "action_horizon": 16, "add_pos_embed": True, "backbone_embedding_dim": 2048, "hidden_size": 1024,
+        "input_embedding_dim": 1536, "max_action_dim": 32, "max_num_embodiments": 32, "max_seq_len": 1024,
+        "max_state_dim": 64, "model_dtype": "float32", "noise_beta_alpha": 1.5, "noise_beta_beta": 1.0, "noise_s": 0.999,
+        "num_inference_timesteps": 4, "num_target_vision_tokens": 32, "num_timestep_buckets": 1000,
+        "tune_diffusion_model": True, "tune_projector": True, "use_vlln": True,
+        "diffusion_model_cfg": {"attention_head_dim": 48, "cross_attention_dim": 2048, "dropout": 0.2, "final_dropout": True,
+                                "interleave_self_attention": True, "norm_type": "ada_norm", "num_attention_heads": 32,
+                                "num_layers": 16, "output_dim": 1024, "positional_embeddings": None},
+        "vl_self_attention_cfg": {"attention_head_dim": 64, "dropout": 0.2, "final_dropout": True, "num_attention_heads": 32,
+                                  "num_layers": 4, "positional_embeddings": None}},
+}
+
+
+def inventory(out_file: str):
+    """Every tensor GR00TN15.save_pretrained writes at N1.5-3B's sizes, with its shape (meta device:
+    nothing is allocated), and the config.json it writes beside them."""
+    import torch
+    global VISION, TEXT
+    VISION, TEXT = N15_VISION, N15_TEXT
+    torch.distributions.Distribution.set_default_validate_args(False)  # the head's Beta: no values to check on meta
+    with torch.device("meta"):
+        ref = Reference(N15_CONFIG, "n15")
+    state = ref.model.state_dict()
+    # tied embeddings: save_pretrained writes the embedding once (no lm_head)
+    state.pop("backbone.eagle_model.language_model.lm_head.weight", None)
+    with open(out_file, "w") as f:
+        json.dump({"source": "tests/python/groot_n15_reference.py --inventory (LeRobot 0.5.1's N1.5 modules on the meta device)",
+                   "config": N15_CONFIG, "tensors": {k: list(v.shape) for k, v in sorted(state.items())}}, f, indent=1)
+        f.write("\n")
+    print(f"wrote {out_file}: {len(state)} tensors, {sum(v.numel() for v in state.values())} values")
+
+
 def full_config() -> dict:
     return {"architectures": ["GR00T_N1_5"], "model_type": "gr00t_n1_5", "action_dim": ACTION_HEAD["action_dim"],
             "action_horizon": ACTION_HEAD["action_horizon"], "backbone_cfg": BACKBONE, "action_head_cfg": ACTION_HEAD,
@@ -335,10 +384,15 @@ def main():
     ap.add_argument("--verify", metavar="DIR")
     ap.add_argument("--inputs", metavar="FILE", help="reference.safetensors for --verify (default DIR/reference.safetensors)")
     ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--inventory", metavar="FILE", help="write N1.5-3B's tensor names and shapes (tests/fixtures/groot_n15_inventory.json)")
     ap.add_argument("--variant", choices=sorted(VARIANTS), default="n15",
                     help="n15: N1.5's Eagle (no pixel shuffle, one Linear; tests/fixtures/groot_n15_tiny); shuffle: the "
                          "pixel shuffle and the two-layer connector (tests/fixtures/groot_n15_shuffle_tiny)")
     a = ap.parse_args()
+    if a.inventory:
+        import_reference()
+        inventory(a.inventory)
+        return
     if a.verify:
         sys.exit(verify(a.verify, a.inputs or os.path.join(a.verify, "reference.safetensors"), a.rtol))
     if not a.out:

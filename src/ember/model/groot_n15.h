@@ -47,6 +47,11 @@ struct GrootN15Import {
 // the configurations ember does not implement (a connector without the pixel shuffle, positional
 // embeddings in the DiT, cross-attention on every block, noise other than Beta(1.5, 1) * 0.999).
 GrootN15Import import_groot_n15(const std::filesystem::path& dir);
+// The same from a config.json's content and a state dict (`cfile`, `wfile` name them in errors;
+// `shrink` is ember_shrink.json's content, or an empty object). Shapes only are read until the
+// weights are used: meta tensors give the name map and shapes of a checkpoint without its data.
+GrootN15Import import_groot_n15(const nlohmann::ordered_json& config, std::map<std::string, at::Tensor> state_dict,
+                                const nlohmann::ordered_json& shrink, const std::string& cfile, const std::string& wfile);
 
 // ember's parameters -> N1.5's state dict for `shape` (kept added back).
 std::map<std::string, at::Tensor> to_groot_n15_state_dict(const GrootShape& shape, const std::map<std::string, at::Tensor>& params,

@@ -318,15 +318,21 @@ bool is_groot_n15_dir(const fs::path& dir) {
 }
 
 GrootN15Import import_groot_n15(const fs::path& dir) {
-  GrootN15Import out;
   const std::string cfile = (dir / "config.json").string();
-  out.config = read_ordered_json(dir / "config.json");
-  if (out.config.value("model_type", std::string()) != "gr00t_n1_5")
+  auto config = read_ordered_json(dir / "config.json");
+  if (config.value("model_type", std::string()) != "gr00t_n1_5")
     bad(cfile, "field 'model_type' is not \"gr00t_n1_5\"", ErrorKind::kInvalidArgument);
   ojson shrink = ojson::object();
   if (fs::exists(dir / "ember_shrink.json")) shrink = read_ordered_json(dir / "ember_shrink.json");
   std::string wfile;
   TensorMap sd = read_state_dict(dir, wfile);
+  return import_groot_n15(config, std::move(sd), shrink, cfile, wfile);
+}
+
+GrootN15Import import_groot_n15(const ojson& config, TensorMap sd, const ojson& shrink, const std::string& cfile,
+                                const std::string& wfile) {
+  GrootN15Import out;
+  out.config = config;
   out.shape = read_shape(out.config, sd, shrink, cfile, wfile, out.notes);
   const GrootShape& s = out.shape;
   const bool projected = sd.count("backbone.eagle_linear.weight") > 0;
@@ -371,7 +377,7 @@ TensorMap to_groot_n15_state_dict(const GrootShape& s, const TensorMap& params, 
   for (const auto& e : name_map(s, projected)) {
     auto it = params.find(e.ember);
     if (it == params.end()) throw Error(ErrorKind::kInternal, "groot export: no parameter '" + e.ember + "'");
-    const at::Tensor t = it->second.detach().to(at::kCPU);
+    const at::Tensor t = it->second.is_meta() ? it->second : it->second.detach().to(at::kCPU);  // meta: names and shapes only
     if (e.kind == Kind::kFuseQkv) {
       auto parts = t.chunk(3, 0);
       for (size_t i = 0; i < 3; ++i) sd[e.n15[i]] = parts[i].contiguous();
