@@ -205,6 +205,47 @@ TEST(GrootPolicy, EmbodimentsAreGroupedNotPadded) {
   }
 }
 
+// A policy of one embodiment gathers nothing (GrootPolicyImpl::Groups, graph_safe): the same
+// weights as embodiment 0 of a three-embodiment policy give the same loss, gradients and chunks
+// on embodiment 0's samples; an embodiment it lacks is still refused.
+TEST(GrootPolicy, OneEmbodimentComputesWhatItsHeadComputesAmongOthers) {
+  auto three = tiny();
+  auto one = three;
+  one.embodiments = {three.embodiments[0]};
+  auto all = make_samples(three, 6, 5);
+  std::vector<PolicySample> samples;
+  for (const auto& s : all)
+    if (s.embodiment == 0) samples.push_back(s);
+  ASSERT_GE(samples.size(), 2u);
+  at::manual_seed(8);
+  GrootPolicy a(three), b(one);
+  EXPECT_FALSE(a->graph_safe());
+  EXPECT_TRUE(b->graph_safe());
+  {
+    at::NoGradGuard no_grad;
+    auto pa = a->named_parameters();
+    for (auto& q : b->named_parameters()) q.value().copy_(pa[q.key()]);
+  }
+  const int64_t n = int64_t(samples.size());
+  auto noise = at::randn({n, three.base.horizon, three.base.max_action_dim});
+  auto time = at::rand({n});
+  auto in = collate(ptrs(samples), three.base, AttentionBackend::kVarlen);
+  auto la = a->loss(in, noise, time), lb = b->loss(in, noise, time);
+  EXPECT_NEAR(la.loss.item<double>(), lb.loss.item<double>(), 1e-5);
+  la.loss.backward();
+  lb.loss.backward();
+  auto ga = a->named_parameters();
+  for (const auto& q : b->named_parameters()) {
+    if (!q.value().grad().defined()) continue;  // the frozen backbone
+    EXPECT_LT(max_rel_err(q.value().grad(), ga[q.key()].grad()), 1e-4) << q.key();
+  }
+  at::NoGradGuard no_grad;
+  EXPECT_LT(max_rel_err(b->sample_actions(in, noise), a->sample_actions(in, noise)), 1e-5);
+  auto bad = samples;
+  bad[0].embodiment = 1;
+  EXPECT_THROW(b->loss(collate(ptrs(bad), one.base, AttentionBackend::kVarlen)), Error);
+}
+
 // Frozen (the default): the backbone's parameters get no gradient and its forward keeps no graph;
 // the rest trains, and a few steps of AdamW lower the loss.
 TEST(GrootPolicy, FrozenBackboneGetsNoGradientAndTheHeadLearns) {

@@ -4,6 +4,7 @@
 
 #include <ATen/cuda/Sleep.h>
 
+#include "ember/model/groot.h"
 #include "ember/train/cuda_setup.h"
 #include "ember/train/optimizer.h"
 
@@ -24,6 +25,7 @@ TEST(GpuLagCuda, WaitsForTheOldestStepWithinTheTimeout) {
   EXPECT_FALSE(lag.mark(milliseconds(10)));    // the step recorded after the sleep: not yet
   torch::cuda::synchronize();
 }
+
 
 }  // namespace
 }  // namespace ember::train
@@ -126,6 +128,7 @@ TEST(GradNormCuda, KernelMatchesTheExactSumOfSquares) {
   EXPECT_NEAR(grad_squared_norm(params).item<double>(), exact(), 1e-5 * exact());
 }
 
+
 }  // namespace
 }  // namespace ember::train
 
@@ -176,6 +179,50 @@ TEST(SamplerCuda, GraphsSampleWhatEagerSamples) {
   EXPECT_EQ(graphs.stats().replays, batches);
   EXPECT_EQ(graphs.stats().eager, 0);
   EXPECT_EQ(graphs.stats().captures, 4);  // one shape per batch size here (their cameras differ)
+}
+
+
+// The same for a GR00T policy of one embodiment (graph-safe: GrootPolicyImpl::graph_safe), its
+// samples with states: graphs captured per shape, replays with other values match eager sampling.
+TEST(SamplerCuda, GrootGraphsSampleWhatEagerSamples) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  const at::Device cuda(at::kCUDA, 0);
+  auto groot = model::groot_preset_shape("tiny");
+  groot.embodiments = {{8, 7}};
+  const auto& shape = groot.base;
+  at::manual_seed(4);
+  model::GrootPolicy policy(groot);
+  policy->to(cuda);
+  policy->eval();
+  Sampler graphs(*policy, shape, cuda, {.text_multiple = 16});
+  ASSERT_EQ(graphs.mode(), SamplerMode::kGraphs);
+  int64_t batches = 0;
+  auto check = [&](std::vector<model::PolicySample> samples, const std::string& what) {
+    for (auto& s : samples) s.state = at::randn({8});
+    auto p = model::test::ptrs(samples);
+    auto noise = at::randn({int64_t(samples.size()), shape.horizon, shape.max_action_dim});
+    auto want = sample_chunks(*policy, shape, p, cuda, noise);
+    auto got = graphs.sample(p, noise);
+    ++batches;
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    EXPECT_LT(model::test::max_rel_err(got, want), 2e-2) << what;
+  };
+  for (int n : {1, 3, 2}) {
+    auto samples = model::test::inference_samples(shape, n, uint64_t(n));
+    check(samples, "batch " + std::to_string(n));
+    const int64_t captured = graphs.stats().captures;
+    for (auto& s : samples) {
+      for (auto& im : s.images) im = at::rand_like(im) * 2 - 1;
+      for (auto& t : s.prompt) t = (t + 5) % int(shape.vocab);
+    }
+    check(samples, "batch " + std::to_string(n) + ", other values");
+    EXPECT_EQ(graphs.stats().captures, captured) << "batch " << n;
+  }
+  EXPECT_EQ(graphs.stats().replays, batches);
+  EXPECT_EQ(graphs.stats().eager, 0);
+  // several embodiments: host-made groupings, sampled eagerly
+  model::GrootPolicy mixed(model::groot_preset_shape("tiny"));
+  EXPECT_FALSE(mixed->graph_safe());
 }
 
 }  // namespace

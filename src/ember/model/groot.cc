@@ -15,12 +15,6 @@ namespace ember::model {
 
 namespace {
 
-at::Tensor i32_cumsum(const std::vector<int64_t>& lens) {
-  std::vector<int32_t> cu(lens.size() + 1, 0);
-  for (size_t i = 0; i < lens.size(); ++i) cu[i + 1] = cu[i] + int32_t(lens[i]);
-  return at::tensor(cu, at::kInt);
-}
-
 // A small host tensor on `device` without making the host wait for the GPU (a copy from pageable
 // memory would: the host could not queue work ahead of it)
 at::Tensor to_device(const at::Tensor& host, const at::Device& device) {
@@ -74,9 +68,11 @@ GrootLayout make_groot_layout(const PolicyInputs& in, const GrootShape& shape) {
     l.max_prefix = plan.max_prefix;
     l.key_lens = plan.prefix_lens;
     l.cu_keys = plan.cu_prefix.narrow(0, 0, in.samples + 1);
-    l.max_keys = *std::max_element(l.key_lens.begin(), l.key_lens.end());
+    // the plan's bound (a graph's batches share it: train/sampler.h), not this batch's longest
+    l.max_keys = std::max(plan.max_prefix, *std::max_element(l.key_lens.begin(), l.key_lens.end()));
     l.step_lens.assign(size_t(in.samples), l.step_len);
-    l.cu_steps = to_device(i32_cumsum(l.step_lens), device);
+    // made on the device (no host data a CUDA graph would hold)
+    l.cu_steps = at::arange(0, (in.samples + 1) * l.step_len, l.step_len, at::TensorOptions().dtype(at::kInt).device(device));
     return l;
   }
   l.prefix_len = plan.prefix_len;
@@ -237,10 +233,25 @@ at::Tensor EmbodimentHeadImpl::decode(const at::Tensor& y) const { return dec2->
 
 // Samples by embodiment: group g holds rows[g] (its samples, in batch order) of embodiment ids[g];
 // `order` is cat(rows) and `inverse` maps it back to batch order.
+// A policy of one embodiment has one group of every row: rows[0] and inverse stay undefined and
+// nothing is gathered (no host-made index on the device: the forward can be captured in a CUDA graph).
 struct GrootPolicyImpl::Groups {
   std::vector<int64_t> ids;
-  std::vector<at::Tensor> rows;  // int64 on the device
-  at::Tensor inverse;            // [n] int64
+  std::vector<at::Tensor> rows;  // int64 on the device; undefined: every row, in order
+  at::Tensor inverse;            // [n] int64; undefined: the groups' rows are in batch order
+
+  at::Tensor of(const at::Tensor& t, size_t k) const { return rows[k].defined() ? t.index_select(0, rows[k]) : t; }
+  at::Tensor in_batch_order(const std::vector<at::Tensor>& parts) const {
+    auto all = parts.size() == 1 ? parts[0] : at::cat(parts, 0);
+    return inverse.defined() ? all.index_select(0, inverse) : all;
+  }
+  // x's rows of group k get f(those rows), in place
+  void update(at::Tensor& x, size_t k, const std::function<void(at::Tensor&)>& f) const {
+    if (!rows[k].defined()) return f(x);
+    auto part = x.index_select(0, rows[k]);
+    f(part);
+    x.index_copy_(0, rows[k], part);
+  }
 };
 
 GrootPolicyImpl::GrootPolicyImpl(const GrootShape& s, bool tune, bool torch_head_init) : shape(s), tune_backbone(tune) {
@@ -296,10 +307,10 @@ std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const 
   std::vector<at::Tensor> parts;
   for (size_t k = 0; k < g.ids.size(); ++k) {
     auto* head = heads[g.ids[k]]->as<EmbodimentHeadImpl>();
-    auto xg = x_t.index_select(0, g.rows[k]).narrow(2, 0, head->dims.action_dim);
-    parts.push_back(head->encode_action(xg, tbucket.index_select(0, g.rows[k])));
+    auto xg = g.of(x_t, k).narrow(2, 0, head->dims.action_dim);
+    parts.push_back(head->encode_action(xg, g.of(tbucket, k)));
   }
-  auto actions = at::cat(parts, 0).index_select(0, g.inverse) + positions.narrow(0, 0, h).to(parts[0].scalar_type());
+  auto actions = g.in_batch_order(parts) + positions.narrow(0, 0, h).to(parts[0].scalar_type());
   auto seq = at::cat({state_tokens.to(actions.scalar_type()),
                       future_tokens.to(actions.scalar_type()).unsqueeze(0).expand({n, shape.future_tokens, i}), actions},
                      1);  // [n, L, I]
@@ -324,7 +335,7 @@ std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const 
   auto y = at::addcmul(mod[0], plain_layer_norm(seq.narrow(1, len - h, h), 1e-6), 1 + mod[1]);
   y = out2->forward(y);  // [n, H, out]
   std::vector<at::Tensor> v;
-  for (size_t k = 0; k < g.ids.size(); ++k) v.push_back(heads[g.ids[k]]->as<EmbodimentHeadImpl>()->decode(y.index_select(0, g.rows[k])));
+  for (size_t k = 0; k < g.ids.size(); ++k) v.push_back(heads[g.ids[k]]->as<EmbodimentHeadImpl>()->decode(g.of(y, k)));
   return v;
 }
 
@@ -341,6 +352,11 @@ GrootPolicyImpl::Groups GrootPolicyImpl::make_groups(const PolicyInputs& in) con
     throw Error(ErrorKind::kInvalidArgument, "policy input: embodiment ids for " + std::to_string(in.embodiments.size()) + " of " +
                                                  std::to_string(in.samples) + " samples");
   Groups g;
+  if (shape.embodiments.size() == 1) {  // every row is embodiment 0's (checked above): nothing to gather
+    g.ids = {0};
+    g.rows.emplace_back();
+    return g;
+  }
   const auto device = in.actions.defined() ? in.actions.device() : in.images.device();
   std::vector<int64_t> order, inverse(size_t(in.samples));
   for (const auto& [id, rows] : by_id) {
@@ -357,12 +373,12 @@ at::Tensor GrootPolicyImpl::state_tokens(const PolicyInputs& in, const Groups& g
   for (size_t k = 0; k < g.ids.size(); ++k) {
     auto* head = heads[g.ids[k]]->as<EmbodimentHeadImpl>();
     const int64_t want = head->dims.state_dim, have = in.state.size(1);
-    auto s = in.state.index_select(0, g.rows[k]);
+    auto s = g.of(in.state, k);
     // the embodiment's width: narrower states are zero-padded (as N1.5 pads to max_state_dim)
     s = have >= want ? s.narrow(1, 0, want) : at::constant_pad_nd(s, {0, want - have});
     parts.push_back(head->encode_state(s));
   }
-  return at::cat(parts, 0).index_select(0, g.inverse);  // [n, 1, I]
+  return g.in_batch_order(parts);  // [n, 1, I]
 }
 
 LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> noise, std::optional<at::Tensor> time) {
@@ -384,8 +400,8 @@ LossOut GrootPolicyImpl::loss(const PolicyInputs& in, std::optional<at::Tensor> 
   out.count = at::zeros({}, opts);
   for (size_t k = 0; k < g.ids.size(); ++k) {
     const int64_t a = v[k].size(2);
-    auto mask = in.action_mask.index_select(0, g.rows[k]).narrow(2, 0, a);
-    auto err = (v[k].to(at::kFloat) - target.index_select(0, g.rows[k]).narrow(2, 0, a)).square() * mask;
+    auto mask = g.of(in.action_mask, k).narrow(2, 0, a);
+    auto err = (v[k].to(at::kFloat) - g.of(target, k).narrow(2, 0, a)).square() * mask;
     out.loss_sum = out.loss_sum + err.sum();
     out.count = out.count + mask.sum();
   }
@@ -411,18 +427,14 @@ at::Tensor GrootPolicyImpl::sample_actions(const PolicyInputs& in, std::optional
     auto v = velocity(in, layout, ctx, g, states, x, tbucket, 0.0);
     for (size_t k = 0; k < g.ids.size(); ++k) {
       const int64_t a = v[k].size(2);
-      auto rows = x.index_select(0, g.rows[k]);
-      rows.narrow(2, 0, a).add_(v[k].to(at::kFloat), dt);
-      x.index_copy_(0, g.rows[k], rows);
+      g.update(x, k, [&](at::Tensor& rows) { rows.narrow(2, 0, a).add_(v[k].to(at::kFloat), dt); });
     }
   }
   // past each embodiment's width the output is zero (the noise there was never integrated)
   for (size_t k = 0; k < g.ids.size(); ++k) {
     const int64_t a = shape.embodiments[size_t(g.ids[k])].action_dim;
     if (a == amax) continue;
-    auto rows = x.index_select(0, g.rows[k]);
-    rows.narrow(2, a, amax - a).zero_();
-    x.index_copy_(0, g.rows[k], rows);
+    g.update(x, k, [&](at::Tensor& rows) { rows.narrow(2, a, amax - a).zero_(); });
   }
   return x;
 }
@@ -457,7 +469,7 @@ at::Tensor GrootPolicyImpl::prefix_velocity(const PolicyInputs& in, const Prefix
     auto v = velocity(in, p->layout, p->ctx, p->groups, p->states, x_t.narrow(0, c * n, n), tbucket.narrow(0, c * n, n), 0.0);
     std::vector<at::Tensor> parts;
     for (auto& vk : v) parts.push_back(at::constant_pad_nd(vk.to(at::kFloat), {0, amax - vk.size(2)}));
-    out.push_back(-at::cat(parts, 0).index_select(0, p->groups.inverse));  // [n, H, A], pi0's sign
+    out.push_back(-p->groups.in_batch_order(parts));  // [n, H, A], pi0's sign
   }
   return copies == 1 ? out[0] : at::cat(out, 0);
 }

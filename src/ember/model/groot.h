@@ -138,6 +138,10 @@ class GrootPolicyImpl : public PolicyModuleImpl {
     return groot_train_flops(shape, work.images, work.prefix_lens, work.filler_tokens, tune_backbone);
   }
   bool frozen_forward(const PolicyInputs& in) override;
+  // One embodiment: the forward reads nothing from the host that changes per batch (its groups
+  // gather nothing, the layout's offsets are made on the device), so the engine can capture it.
+  // Several: each batch's grouping is host-made indices, which a replayed graph would hold stale.
+  bool graph_safe() const override { return shape.embodiments.size() == 1; }
   std::string type() const override { return "groot"; }
   const PolicyShape& base_shape() const override { return shape.base; }
 
