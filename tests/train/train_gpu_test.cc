@@ -140,31 +140,27 @@ TEST(GradNormCuda, KernelMatchesTheExactSumOfSquares) {
 namespace ember::train {
 namespace {
 
-// The engine's CUDA graphs sample what sample_chunks samples eagerly (the same weights, bf16
-// autocast both): new shapes are captured, batches of a known shape with other images, prompts
-// and noise replay the graph and still match (its inputs are copied in, not stale), batches of
-// 3 run in a graph of 4.
-TEST(SamplerCuda, GraphsSampleWhatEagerSamples) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+// Samples batches of each size in `sizes` through `graphs` and eagerly (sample_chunks), then the
+// same shapes with other images, prompts and noise: each matches eager sampling (2e-2, bf16), the
+// second of a shape replays the first's graph (its inputs are copied in, not stale), none runs
+// eagerly. state_dim > 0: the samples carry states (GR00T's state token).
+void expect_graphs_sample_what_eager_samples(model::PolicyModuleImpl& policy, const model::PolicyShape& shape, Sampler& graphs,
+                                             const std::vector<int>& sizes, int64_t state_dim) {
   const at::Device cuda(at::kCUDA, 0);
-  auto shape = model::test::tiny_pi05_shape();
-  at::manual_seed(3);
-  model::Pi05Policy policy(shape);
-  policy->to(cuda);
-  policy->eval();
-  Sampler graphs(*policy, shape, cuda, {.text_multiple = 16});
   ASSERT_EQ(graphs.mode(), SamplerMode::kGraphs);
   int64_t batches = 0;
-  auto check = [&](const std::vector<model::PolicySample>& samples, const std::string& what) {
+  auto check = [&](std::vector<model::PolicySample>& samples, const std::string& what) {
+    if (state_dim > 0)
+      for (auto& s : samples) s.state = at::randn({state_dim});
     auto p = model::test::ptrs(samples);
     auto noise = at::randn({int64_t(samples.size()), shape.horizon, shape.max_action_dim});
-    auto want = sample_chunks(*policy, shape, p, cuda, noise);
+    auto want = sample_chunks(policy, shape, p, cuda, noise);
     auto got = graphs.sample(p, noise);
     ++batches;
     ASSERT_EQ(got.sizes(), want.sizes()) << what;
     EXPECT_LT(model::test::max_rel_err(got, want), 2e-2) << what;
   };
-  for (int n : {1, 3, 4, 2}) {
+  for (int n : sizes) {
     auto samples = model::test::inference_samples(shape, n, uint64_t(n));
     check(samples, "batch " + std::to_string(n));
     const int64_t captured = graphs.stats().captures;
@@ -178,49 +174,34 @@ TEST(SamplerCuda, GraphsSampleWhatEagerSamples) {
   }
   EXPECT_EQ(graphs.stats().replays, batches);
   EXPECT_EQ(graphs.stats().eager, 0);
+}
+
+// The engine's CUDA graphs sample what sample_chunks samples eagerly (the same weights, bf16
+// autocast both); batches of 3 run in a graph of 4.
+TEST(SamplerCuda, GraphsSampleWhatEagerSamples) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
+  auto shape = model::test::tiny_pi05_shape();
+  at::manual_seed(3);
+  model::Pi05Policy policy(shape);
+  policy->to(at::Device(at::kCUDA, 0));
+  policy->eval();
+  Sampler graphs(*policy, shape, at::Device(at::kCUDA, 0), {.text_multiple = 16});
+  expect_graphs_sample_what_eager_samples(*policy, shape, graphs, {1, 3, 4, 2}, 0);
   EXPECT_EQ(graphs.stats().captures, 4);  // one shape per batch size here (their cameras differ)
 }
 
-
 // The same for a GR00T policy of one embodiment (graph-safe: GrootPolicyImpl::graph_safe), its
-// samples with states: graphs captured per shape, replays with other values match eager sampling.
+// samples with states; one of several embodiments is not graph-safe (host-made groupings).
 TEST(SamplerCuda, GrootGraphsSampleWhatEagerSamples) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: this test needs a GPU";
-  const at::Device cuda(at::kCUDA, 0);
   auto groot = model::groot_preset_shape("tiny");
   groot.embodiments = {{8, 7}};
-  const auto& shape = groot.base;
   at::manual_seed(4);
   model::GrootPolicy policy(groot);
-  policy->to(cuda);
+  policy->to(at::Device(at::kCUDA, 0));
   policy->eval();
-  Sampler graphs(*policy, shape, cuda, {.text_multiple = 16});
-  ASSERT_EQ(graphs.mode(), SamplerMode::kGraphs);
-  int64_t batches = 0;
-  auto check = [&](std::vector<model::PolicySample> samples, const std::string& what) {
-    for (auto& s : samples) s.state = at::randn({8});
-    auto p = model::test::ptrs(samples);
-    auto noise = at::randn({int64_t(samples.size()), shape.horizon, shape.max_action_dim});
-    auto want = sample_chunks(*policy, shape, p, cuda, noise);
-    auto got = graphs.sample(p, noise);
-    ++batches;
-    ASSERT_EQ(got.sizes(), want.sizes()) << what;
-    EXPECT_LT(model::test::max_rel_err(got, want), 2e-2) << what;
-  };
-  for (int n : {1, 3, 2}) {
-    auto samples = model::test::inference_samples(shape, n, uint64_t(n));
-    check(samples, "batch " + std::to_string(n));
-    const int64_t captured = graphs.stats().captures;
-    for (auto& s : samples) {
-      for (auto& im : s.images) im = at::rand_like(im) * 2 - 1;
-      for (auto& t : s.prompt) t = (t + 5) % int(shape.vocab);
-    }
-    check(samples, "batch " + std::to_string(n) + ", other values");
-    EXPECT_EQ(graphs.stats().captures, captured) << "batch " << n;
-  }
-  EXPECT_EQ(graphs.stats().replays, batches);
-  EXPECT_EQ(graphs.stats().eager, 0);
-  // several embodiments: host-made groupings, sampled eagerly
+  Sampler graphs(*policy, groot.base, at::Device(at::kCUDA, 0), {.text_multiple = 16});
+  expect_graphs_sample_what_eager_samples(*policy, groot.base, graphs, {1, 3, 2}, 8);
   model::GrootPolicy mixed(model::groot_preset_shape("tiny"));
   EXPECT_FALSE(mixed->graph_safe());
 }
