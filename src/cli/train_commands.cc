@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/rank.h"
@@ -127,12 +128,12 @@ int print_prediction(const PredictArgs& a) {
 namespace {
 
 int run_export(const std::string& checkpoint, const std::string& to, const std::string& out) {
-  std::string formats;
+  std::set<std::string> known;  // the registered types' export formats
   for (const auto& t : model::policy_types())
-    if (!t.export_format.empty() && formats.find(t.export_format) == std::string::npos) formats += (formats.empty() ? "" : " | ") + t.export_format;
-  bool known = false;
-  for (const auto& t : model::policy_types()) known = known || t.export_format == to;
-  if (!known) fail(ErrorKind::kInvalidArgument, "--to: expected " + formats + ", got '" + to + "'");
+    if (!t.export_format.empty()) known.insert(t.export_format);
+  std::string formats;
+  for (const auto& f : known) formats += (formats.empty() ? "" : " | ") + f;
+  if (!known.count(to)) fail(ErrorKind::kInvalidArgument, "--to: expected " + formats + ", got '" + to + "'");
   if (out.empty()) fail(ErrorKind::kInvalidArgument, "OUT: missing (ember export --checkpoint DIR --to " + formats + " OUT)");
   check_output_dir(out, "OUT");
   const auto* foreign_type = model::foreign_policy_type(checkpoint);

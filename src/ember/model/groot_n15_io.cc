@@ -3,7 +3,6 @@
 #include <cmath>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
@@ -11,6 +10,7 @@
 #include "ember/core/output_dir.h"
 #include "ember/model/groot_n15.h"
 #include "ember/model/policy_type.h"
+#include "ember/model/reference_io.h"
 #include "ember/model/weights.h"
 
 namespace ember::model {
@@ -26,47 +26,12 @@ const std::string kVT = kEagle + "vision_model.vision_model.";
 const std::string kLM = kEagle + "language_model.model.";
 const std::string kHead = "action_head.";
 
-[[noreturn]] void bad(const std::string& where, const std::string& what, ErrorKind kind = ErrorKind::kInvalidArgument) {
-  throw Error(kind, where + ": " + what);
-}
-
-std::string shape_text(at::IntArrayRef s) {
-  std::ostringstream o;
-  o << s;
-  return o.str();
-}
-
-// j[key] as T; absent or null: fallback; a wrong type names the file and the field
-template <class T>
-T field(const ojson& j, const std::string& key, T fallback, const std::string& file) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  try {
-    return j[key].get<T>();
-  } catch (const nlohmann::json::exception&) {
-    bad(file, "field '" + key + "' has the wrong type (" + j[key].dump() + ")", ErrorKind::kCorruption);
-  }
-}
-
-template <class T>
-T required(const ojson& j, const std::string& key, const std::string& file) {
-  if (!j.contains(key) || j[key].is_null()) bad(file, "field '" + key + "' is missing", ErrorKind::kCorruption);
-  return field<T>(j, key, T{}, file);
-}
-
-// (returned by value: a handle, so no reference outlives a temporary key)
-at::Tensor need(const TensorMap& sd, const std::string& key, const std::string& file, int64_t dims) {
-  auto it = sd.find(key);
-  if (it == sd.end()) bad(file, "tensor '" + key + "' is missing");
-  if (it->second.dim() != dims)
-    bad(file, "tensor '" + key + "' has shape " + shape_text(it->second.sizes()) + ", expected " + std::to_string(dims) + " dimensions");
-  return it->second;
-}
-
-int count_layers(const TensorMap& sd, const std::string& prefix, const std::string& suffix) {
-  int n = 0;
-  while (sd.count(prefix + std::to_string(n) + suffix)) ++n;
-  return n;
-}
+using ref_io::bad;
+using ref_io::count_layers;
+using ref_io::get;
+using ref_io::need;
+using ref_io::required;
+using ref_io::shape_text;
 
 // How an ember tensor is made of N1.5's: a copy, SigLIP's q, k, v fused into qkv, or embodiment
 // e's slice of a category-specific weight W [E, in, out] (transposed) or bias b [E, out].
@@ -175,51 +140,51 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
   auto refuse_unless = [&](bool ok, const std::string& file, const std::string& key, const std::string& why) {
     if (!ok) bad(file, "field '" + key + "': " + why, ErrorKind::kUnsupported);
   };
-  refuse_unless(field<bool>(h, "add_pos_embed", true, hf), hf, "add_pos_embed", "false is not supported (ember adds the action positions)");
-  refuse_unless(field<bool>(h, "use_vlln", true, hf), hf, "use_vlln", "false is not supported (ember always has vlln and the vl blocks)");
-  refuse_unless(field<double>(h, "noise_beta_alpha", 1.5, hf) == 1.5 && field<double>(h, "noise_beta_beta", 1.0, hf) == 1.0 &&
-                    field<double>(h, "noise_s", 0.999, hf) == 0.999,
+  refuse_unless(get<bool>(h, "add_pos_embed", true, hf), hf, "add_pos_embed", "false is not supported (ember adds the action positions)");
+  refuse_unless(get<bool>(h, "use_vlln", true, hf), hf, "use_vlln", "false is not supported (ember always has vlln and the vl blocks)");
+  refuse_unless(get<double>(h, "noise_beta_alpha", 1.5, hf) == 1.5 && get<double>(h, "noise_beta_beta", 1.0, hf) == 1.0 &&
+                    get<double>(h, "noise_s", 0.999, hf) == 0.999,
                 hf, "noise_beta_alpha/noise_beta_beta/noise_s", "ember samples N1.5's Beta(1.5, 1) time with s = 0.999 only");
   for (const auto& [j, file] : {std::pair{&dit, df}, std::pair{&vl, vf}})
     refuse_unless(!j->contains("positional_embeddings") || (*j)["positional_embeddings"].is_null(), file, "positional_embeddings",
                   "only null (N1.5's) is supported");
-  refuse_unless(field<bool>(dit, "interleave_self_attention", false, df), df, "interleave_self_attention",
+  refuse_unless(get<bool>(dit, "interleave_self_attention", false, df), df, "interleave_self_attention",
                 "only true (N1.5's: odd blocks self-attend) is supported");
-  refuse_unless(field<std::string>(dit, "norm_type", "ada_norm", df) == "ada_norm", df, "norm_type", "only ada_norm is supported");
-  refuse_unless(field<std::string>(dit, "activation_fn", "gelu-approximate", df) == "gelu-approximate" &&
-                    field<std::string>(vl, "activation_fn", "gelu-approximate", vf) == "gelu-approximate",
+  refuse_unless(get<std::string>(dit, "norm_type", "ada_norm", df) == "ada_norm", df, "norm_type", "only ada_norm is supported");
+  refuse_unless(get<std::string>(dit, "activation_fn", "gelu-approximate", df) == "gelu-approximate" &&
+                    get<std::string>(vl, "activation_fn", "gelu-approximate", vf) == "gelu-approximate",
                 df, "activation_fn", "only gelu-approximate is supported");
 
   GrootShape s = groot_preset_shape("n15");
   s.base.preset = "gr00t_n1_5";
   s.base.horizon = required<int>(h, "action_horizon", hf);
   s.base.max_action_dim = required<int>(h, "action_dim", hf);
-  s.base.flow_steps = field<int>(h, "num_inference_timesteps", 4, hf);
-  s.hidden = field<int>(h, "hidden_size", 1024, hf);
-  s.backbone_dim = field<int>(h, "backbone_embedding_dim", 1536, hf);
-  s.future_tokens = field<int>(h, "num_target_vision_tokens", 32, hf);
-  s.max_seq_len = field<int>(h, "max_seq_len", 1024, hf);
-  s.timestep_buckets = field<int>(h, "num_timestep_buckets", 1000, hf);
+  s.base.flow_steps = get<int>(h, "num_inference_timesteps", 4, hf);
+  s.hidden = get<int>(h, "hidden_size", 1024, hf);
+  s.backbone_dim = get<int>(h, "backbone_embedding_dim", 1536, hf);
+  s.future_tokens = get<int>(h, "num_target_vision_tokens", 32, hf);
+  s.max_seq_len = get<int>(h, "max_seq_len", 1024, hf);
+  s.timestep_buckets = get<int>(h, "num_timestep_buckets", 1000, hf);
   s.dit_layers = required<int>(dit, "num_layers", df);
   s.dit_heads = required<int>(dit, "num_attention_heads", df);
   s.dit_head_dim = required<int>(dit, "attention_head_dim", df);
   s.dit_output = required<int>(dit, "output_dim", df);
-  s.dropout = field<double>(dit, "dropout", 0.2, df);
+  s.dropout = get<double>(dit, "dropout", 0.2, df);
   s.vl_layers = required<int>(vl, "num_layers", vf);
   s.vl_heads = required<int>(vl, "num_attention_heads", vf);
   s.vl_head_dim = required<int>(vl, "attention_head_dim", vf);
   if (s.dit_output != s.hidden)
     bad(df, "field 'output_dim' " + std::to_string(s.dit_output) + " differs from hidden_size " + std::to_string(s.hidden) +
                 " (the action decoder reads the DiT's output)", ErrorKind::kCorruption);
-  const int inner = field<int>(h, "input_embedding_dim", s.inner(), hf);
+  const int inner = get<int>(h, "input_embedding_dim", s.inner(), hf);
   if (inner != s.inner())
     bad(hf, "field 'input_embedding_dim' " + std::to_string(inner) + " differs from the DiT's heads x head dim " + std::to_string(s.inner()),
         ErrorKind::kCorruption);
-  const int cross = field<int>(dit, "cross_attention_dim", s.backbone_dim, df);
+  const int cross = get<int>(dit, "cross_attention_dim", s.backbone_dim, df);
   if (cross != s.backbone_dim)
     bad(df, "field 'cross_attention_dim' " + std::to_string(cross) + " differs from backbone_embedding_dim " + std::to_string(s.backbone_dim),
         ErrorKind::kCorruption);
-  const int embodiments = field<int>(h, "max_num_embodiments", 32, hf), state_dim = required<int>(h, "max_state_dim", hf);
+  const int embodiments = get<int>(h, "max_num_embodiments", 32, hf), state_dim = required<int>(h, "max_state_dim", hf);
   if (embodiments < 1 || embodiments > kMaxEmbodiments)
     bad(hf, "field 'max_num_embodiments' " + std::to_string(embodiments) + " is not in 1.." + std::to_string(kMaxEmbodiments),
         ErrorKind::kCorruption);
@@ -235,7 +200,7 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
   v.image_size = grid * v.patch;
   v.layers = count_layers(sd, kVT + "encoder.layers.", ".mlp.fc1.weight");
   v.mlp = int(need(sd, kVT + "encoder.layers.0.mlp.fc1.weight", wfile, 2).size(0));
-  v.heads = field<int>(shrink, "vision_heads", 16, "ember_shrink.json");
+  v.heads = get<int>(shrink, "vision_heads", 16, "ember_shrink.json");
   // Eagle's connector: mlp1.0 a Linear (mlp_connector_layers 1, N1.5's) or a LayerNorm followed by
   // Linear, GELU, Linear (2); its input width says whether the pixel shuffle (ratio 0.5) merges
   // 2 x 2 patches (4 x the vision width) or none does (N1.5's)
@@ -258,7 +223,7 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
   s.base.vocab = int(embed.size(0));
   t.width = int(embed.size(1));
   t.layers = count_layers(sd, kLM + "layers.", ".mlp.gate_proj.weight");
-  const int select = field<int>(config["backbone_cfg"], "select_layer", t.layers, bf);
+  const int select = get<int>(config["backbone_cfg"], "select_layer", t.layers, bf);
   if (select < 1 || select > t.layers)
     bad(bf, "field 'select_layer' " + std::to_string(select) + ": the file has " + std::to_string(t.layers) + " language model layers", ErrorKind::kCorruption);
   t.layers = select;  // the features are layer select_layer's; layers past it are never run
@@ -266,8 +231,8 @@ GrootShape read_shape(const ojson& config, const TensorMap& sd, const ojson& shr
   t.heads = int(need(sd, kLM + "layers.0.self_attn.q_proj.weight", wfile, 2).size(0)) / t.head_dim;
   t.kv_heads = int(need(sd, kLM + "layers.0.self_attn.k_proj.weight", wfile, 2).size(0)) / t.head_dim;
   t.mlp = int(need(sd, kLM + "layers.0.mlp.gate_proj.weight", wfile, 2).size(0));
-  s.rope_base = field<double>(shrink, "rope_base", 1e6, "ember_shrink.json");
-  const auto project = b.contains("project_to_dim") && !b["project_to_dim"].is_null() ? field<int>(b, "project_to_dim", 0, bf) : 0;
+  s.rope_base = get<double>(shrink, "rope_base", 1e6, "ember_shrink.json");
+  const auto project = b.contains("project_to_dim") && !b["project_to_dim"].is_null() ? get<int>(b, "project_to_dim", 0, bf) : 0;
   if ((project ? project : t.width) != s.backbone_dim)
     bad(bf, "field 'project_to_dim' gives backbone features of width " + std::to_string(project ? project : t.width) +
                 ", the action head's backbone_embedding_dim is " + std::to_string(s.backbone_dim), ErrorKind::kCorruption);

@@ -23,14 +23,6 @@ namespace ember::model {
 
 namespace pi05_io {
 
-void bad(const std::string& where, const std::string& what, ErrorKind kind) { throw Error(kind, where + ": " + what); }
-
-std::string shape_text(at::IntArrayRef s) {
-  std::ostringstream o;
-  o << s;
-  return o.str();
-}
-
 // Keys as PI05Policy.from_pretrained sees them: the "model." prefix added where missing, and
 // the older names its _fix_pytorch_state_dict_keys renames.
 TensorMap canonical_keys(const TensorMap& in, const std::string& file, std::vector<std::string>* dropped) {
@@ -51,22 +43,6 @@ TensorMap canonical_keys(const TensorMap& in, const std::string& file, std::vect
     if (!out.emplace(k, t).second) bad(file, "tensor '" + key + "' appears twice (with and without the 'model.' prefix)");
   }
   return out;
-}
-
-int count_layers(const TensorMap& sd, const std::string& prefix, const std::string& suffix) {
-  int n = 0;
-  while (sd.count(prefix + std::to_string(n) + suffix)) ++n;
-  return n;
-}
-
-// (key by value: a reference to sd's tensor, never to an argument)
-const at::Tensor& need(const TensorMap& sd, std::string_view key_view, const std::string& file, int64_t dims) {
-  const std::string key(key_view);
-  auto it = sd.find(key);
-  if (it == sd.end()) bad(file, "tensor '" + key + "' is missing");
-  if (it->second.dim() != dims) bad(file, "tensor '" + key + "' has shape " + shape_text(it->second.sizes()) + ", expected " +
-                                              std::to_string(dims) + " dimensions");
-  return it->second;
 }
 
 

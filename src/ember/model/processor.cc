@@ -24,6 +24,15 @@ bool has_stats(const data::FeatureStats& s, data::NormMode mode) {
   return true;
 }
 
+// The dataset's cameras in its order, as many as the policy has slots for (else an error naming it).
+std::vector<std::string> dataset_cameras(const data::Metadata& meta, const model::PolicyShape& shape) {
+  std::vector<std::string> cameras;
+  for (const auto* cam : meta.info.cameras()) cameras.push_back(cam->key);
+  if (int(cameras.size()) > shape.max_cameras)
+    bad(meta.root, std::to_string(cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  return cameras;
+}
+
 }  // namespace
 
 FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& shape, const FeatureRules& rules) {
@@ -31,9 +40,7 @@ FeatureSpec feature_spec(const data::Metadata& meta, const model::PolicyShape& s
   spec.state_in_prompt = rules.state_in_prompt;
   spec.loss_on_padded_steps = rules.loss_on_padded_steps;
   spec.fps = meta.info.fps;
-  for (const auto* cam : meta.info.cameras()) spec.cameras.push_back(cam->key);
-  if (int(spec.cameras.size()) > shape.max_cameras)
-    bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
+  spec.cameras = dataset_cameras(meta, shape);
   auto dim_of = [&](const std::string& key) {
     const auto* f = meta.info.find(key);
     if (!f) bad(meta.root, "feature '" + key + "' is missing (meta/info.json)");
@@ -69,11 +76,7 @@ FeatureSpec feature_spec_like(const data::Metadata& meta, const model::PolicySha
                               const std::map<std::string, std::string>& rename) {
   FeatureSpec spec = like;
   spec.fps = meta.info.fps;
-  if (spec.cameras.empty()) {  // a policy that names no cameras (a GR00T-N1.5 directory) reads the dataset's, in its order
-    for (const auto* cam : meta.info.cameras()) spec.cameras.push_back(cam->key);
-    if (int(spec.cameras.size()) > shape.max_cameras)
-      bad(meta.root, std::to_string(spec.cameras.size()) + " cameras, the policy has " + std::to_string(shape.max_cameras) + " slots");
-  }
+  if (spec.cameras.empty()) spec.cameras = dataset_cameras(meta, shape);  // a policy that names none (a GR00T-N1.5 directory)
   spec.set_camera_sources(rename, [&](const std::string& key) { return meta.info.find(key) != nullptr; }, "dataset " + meta.root);
   for (const auto& cam : spec.cameras) {
     if (cam.find("empty_camera_") != std::string::npos || spec.camera_sources.count(cam)) continue;  // an empty slot (LeRobot's empty_cameras), a renamed one

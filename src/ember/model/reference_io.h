@@ -1,0 +1,47 @@
+// What the readers and writers of reference policy directories share (LeRobot / openpi pi0.5:
+// lerobot_pi05_*.cc; GR00T-N1.5: groot_n15_io.cc): one-line errors naming the file, typed config
+// fields, and checked tensors of a state dict. Not an API beyond those files.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "ember/core/error.h"
+
+namespace ember::model::ref_io {
+
+using ojson = nlohmann::ordered_json;
+using TensorMap = std::map<std::string, at::Tensor>;
+
+// Throws Error(kind, where + ": " + what).
+[[noreturn]] void bad(const std::string& where, const std::string& what, ErrorKind kind = ErrorKind::kInvalidArgument);
+std::string shape_text(at::IntArrayRef s);
+// layers prefix0suffix, prefix1suffix, ... present in sd
+int count_layers(const TensorMap& sd, const std::string& prefix, const std::string& suffix);
+// sd[key] with `dims` dimensions, else an error naming the file and the key (the key by value: the
+// reference is to sd's tensor, never to an argument)
+const at::Tensor& need(const TensorMap& sd, std::string_view key, const std::string& file, int64_t dims);
+
+// j[key] as T (fallback where absent or null); a wrong type is an error naming the file and field.
+template <class T>
+T get(const ojson& j, const std::string& key, T fallback, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    bad(file, "field '" + key + "' has the wrong type (" + j[key].dump() + ")");
+  }
+}
+
+// The same for a field that must be there.
+template <class T>
+T required(const ojson& j, const std::string& key, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) bad(file, "field '" + key + "' is missing", ErrorKind::kCorruption);
+  return get<T>(j, key, T{}, file);
+}
+
+}  // namespace ember::model::ref_io
