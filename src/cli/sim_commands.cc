@@ -76,6 +76,8 @@ int run_eval(EvalArgs& a) {
   if (a.policy.empty()) fail(ErrorKind::kInvalidArgument, "--policy: missing (--policy expert, or --checkpoint DIR)");
   if (a.policy == "checkpoint" && a.checkpoint.empty())
     fail(ErrorKind::kInvalidArgument, "--checkpoint: missing for --policy checkpoint");
+  if (a.options.flow_steps > 0 && a.policy != "checkpoint")
+    fail(ErrorKind::kInvalidArgument, "--policy.num_steps: only with --checkpoint (the " + a.policy + " policy has no denoising steps)");
   sim::find_suite(a.options.suite);  // flag errors before anything starts
   if (a.options.output_dir.empty()) fail(ErrorKind::kInvalidArgument, "--output_dir: missing");
   check_output_dir(a.options.output_dir, "--output_dir");
@@ -89,6 +91,7 @@ int run_eval(EvalArgs& a) {
   pa.image_size = a.options.image_size;
   pa.seed = a.options.seed;
   pa.cuda_graphs = a.cuda_graphs;
+  pa.flow_steps = a.options.flow_steps;
   std::unique_ptr<sim::Policy> policy = sim::make_policy(a.policy, pa);
   eval::EvalResult r = eval::evaluate(a.options, *policy);
   std::printf("%lld env steps in %.1f s (policy %.1f s in %lld calls, environments %.1f s); results in %s/eval.json\n",
@@ -207,6 +210,8 @@ void add_sim_commands(CLI::App& app, Action& action) {
   ev->add_option("--threads", e->options.threads, "worker threads (default: min(n_envs, cores))");
   ev->add_option("--seed", e->options.seed, "seed (default 0)");
   ev->add_option("--replan_steps", e->options.replan_steps, "actions of each chunk executed before replanning (default 1)");
+  ev->add_option("--policy.num_steps", e->options.flow_steps, "a checkpoint's denoising steps (default: the policy's own)")
+      ->check(in_range(1, 1000));
   ev->add_option("--image_size", e->options.image_size, "camera width = height (default 128)");
   ev->add_option("--renderer", e->renderer, "egl, osmesa, none or auto");
   ev->add_option("--output_dir", e->options.output_dir, "where eval.json and videos go (absent or empty)");

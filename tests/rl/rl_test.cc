@@ -396,7 +396,7 @@ TEST(PolicySetup, DenoiseStepsRebuildThePolicyWithTheSameWeights) {
   auto shape = tiny_shape();  // 3 flow steps
   auto b = bundle_of(shape, 9);
   auto before = b.module;
-  use_flow_steps(b, 5, at::kCPU);
+  train::use_flow_steps(b, 5, at::kCPU, "--rl.denoise_steps");
   EXPECT_EQ(b.shape.flow_steps, 5);
   EXPECT_EQ(b.arch->base().flow_steps, 5);
   EXPECT_EQ(b.module->base_shape().flow_steps, 5);
@@ -406,7 +406,7 @@ TEST(PolicySetup, DenoiseStepsRebuildThePolicyWithTheSameWeights) {
   for (const auto& kv : p) EXPECT_TRUE(at::equal(kv.value(), q[kv.key()])) << kv.key();
   // the policy.json its checkpoints write records the steps
   EXPECT_EQ(model::arch_from_json(b.arch->to_json(), "test")->base().flow_steps, 5);
-  use_flow_steps(b, 0, at::kCPU);  // 0: unchanged
+  train::use_flow_steps(b, 0, at::kCPU, "--rl.denoise_steps");  // 0: unchanged
   EXPECT_EQ(b.shape.flow_steps, 5);
 }
 

@@ -44,6 +44,10 @@ if [[ $sim == 1 ]]; then
       --device cpu --no_videos --output_dir "$dir/eval"
   test -f "$dir/eval/eval.json" || fail "no eval.json"
   grep -q "groot/tiny" "$dir/eval/eval.json" || fail "eval.json does not name the groot policy"
+  # --policy.num_steps: the checkpoint sampled with other denoising steps, recorded in eval.json
+  run "$ember" eval --checkpoint "$dir/run" --task pick_red_into_tray --trials 1 --replan_steps 8 --image_size 32 \
+      --device cpu --no_videos --output_dir "$dir/eval2" --policy.num_steps 2
+  grep -q '"flow_steps": 2' "$dir/eval2/eval.json" || fail "eval.json does not record --policy.num_steps"
 else
   echo "note: built without MuJoCo; eval --checkpoint not run"
 fi
@@ -85,6 +89,7 @@ expect_user_error "an embodiment for pi05" "$ember" train --policy.embodiment=1 
 expect_user_error "N1.5 directory as pi05" "$ember" train --policy.path="$n15" --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "export to an unknown format" "$ember" export --checkpoint "$n15" --to gr00t "$dir/x"
 expect_user_error "a pi05 checkpoint to groot_n15" "$ember" export --checkpoint "$(dirname "$fixture")/lerobot_pi05_tiny" --to groot_n15 "$dir/x"
+expect_user_error "denoising steps for the expert" "$ember" eval --policy expert --policy.num_steps 3 --output_dir "$dir/x"
 expect_user_error "bench type" "$ember" bench policy --policy.type=gr00t --preset tiny --device cpu
 expect_user_error "bench groot preset" "$ember" bench policy --policy.type=groot --preset pi05 --device cpu
 grep -q -- "--preset: expected tiny, small or n15 with --policy.type=groot" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the bench error does not name the flag, the type and its presets"; }

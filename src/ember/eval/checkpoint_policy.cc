@@ -50,10 +50,12 @@ sim::ActionChunk action_chunk(const model::SampleBuilder& builder, const at::Ten
 }
 
 CheckpointSimPolicy::CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
-                                         const std::string& tokenizer_path, const std::string& rename_map, bool cuda_graphs)
+                                         const std::string& tokenizer_path, const std::string& rename_map, bool cuda_graphs,
+                                         int flow_steps)
     : device_(model::resolve_device(device)) {
   const auto rename = rename_map.empty() ? std::map<std::string, std::string>{} : parse_rename_map(rename_map, "--rename_map");
   bundle_ = load_policy(checkpoint, device_, tokenizer_path.empty() ? std::nullopt : std::optional<std::string>(tokenizer_path));
+  train::use_flow_steps(bundle_, flow_steps, device_, "--policy.num_steps");
   bundle_.spec.set_camera_sources(
       rename, [](const std::string& key) { return key == sim::kAgentviewKey || key == sim::kWristKey; },
       std::string("the simulator (cameras ") + sim::kAgentviewKey + ", " + sim::kWristKey + ")");
@@ -90,7 +92,7 @@ std::vector<sim::ActionChunk> CheckpointSimPolicy::act(const std::vector<sim::Po
 
 void register_checkpoint_sim_policy() {
   sim::register_policy("checkpoint", [](const sim::PolicyArgs& a) -> std::unique_ptr<sim::Policy> {
-    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path, a.rename_map, a.cuda_graphs);
+    return std::make_unique<CheckpointSimPolicy>(a.checkpoint, a.device, a.seed, a.tokenizer_path, a.rename_map, a.cuda_graphs, a.flow_steps);
   });
 }
 

@@ -58,9 +58,11 @@ class CheckpointSimPolicy : public sim::Policy {
   // the simulator's (after rename_map), or rename_map is malformed or names an unknown camera.
   // rename_map: JSON text, simulator camera -> the policy camera it fills (--rename_map).
   // cuda_graphs: the engine (train/sampler.h: bf16 weights, CUDA graphs); false: the eager
-  // sampler on the weights as loaded (bf16 autocast), as before the engine.
+  // sampler on the weights as loaded (bf16 autocast), as before the engine. flow_steps > 0: the
+  // policy samples with that many denoising steps instead of its own (--policy.num_steps).
   CheckpointSimPolicy(const std::string& checkpoint, const std::string& device, uint64_t seed,
-                      const std::string& tokenizer_path = "", const std::string& rename_map = "", bool cuda_graphs = true);
+                      const std::string& tokenizer_path = "", const std::string& rename_map = "", bool cuda_graphs = true,
+                      int flow_steps = 0);
   std::vector<sim::ActionChunk> act(const std::vector<sim::PolicyInput>& inputs) override;
   std::string name() const override { return bundle_.module->type() + "/" + bundle_.shape.preset; }
 

@@ -215,6 +215,7 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
     j["seed"] = opt.seed;
     j["n_envs"] = opt.n_envs;
     j["replan_steps"] = opt.replan_steps;
+    if (opt.flow_steps > 0) j["flow_steps"] = opt.flow_steps;
     j["image_size"] = opt.image_size;
     j["renderer"] = renderer_name(vc.renderer);
     j["average_success"] = result.average_success;

@@ -36,6 +36,7 @@ struct EvalOptions {
   bool videos = true;
   bool print_table = true;
   bool progress = true;            // a line per finished task (stderr)
+  int flow_steps = 0;              // recorded in eval.json: --policy.num_steps (0: the policy's own steps)
 };
 
 struct TaskResult {

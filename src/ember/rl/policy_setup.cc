@@ -45,42 +45,16 @@ train::PolicyBundle fresh_policy(const RlConfig& c, const std::vector<const sim:
   return b;
 }
 
-// every "flow_steps" in a policy.json set to steps
-void set_flow_steps(nlohmann::json& j, int steps) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (it.key() == "flow_steps") it.value() = steps;
-      else set_flow_steps(it.value(), steps);
-    }
-  } else if (j.is_array()) {
-    for (auto& v : j) set_flow_steps(v, steps);
-  }
-}
-
 }  // namespace
-
-void use_flow_steps(train::PolicyBundle& b, int steps, const at::Device& device) {
-  if (steps <= 0 || steps == b.shape.flow_steps) return;
-  auto j = b.arch->to_json();
-  set_flow_steps(j, steps);
-  auto arch = model::arch_from_json(j, "--rl.denoise_steps");
-  if (arch->base().flow_steps != steps) throw Error(ErrorKind::kInternal, "use_flow_steps: the policy type keeps its flow_steps elsewhere");
-  auto module = arch->build({}, device);
-  train::copy_parameters(*module, *b.module);
-  module->eval();
-  b.arch = arch;
-  b.shape = arch->base();
-  b.module = module;
-}
 
 train::PolicyBundle starting_policy(const RlConfig& c, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device) {
   if (c.checkpoint.empty()) {
     auto b = fresh_policy(c, tasks, device);
-    use_flow_steps(b, int(c.denoise_steps), device);
+    train::use_flow_steps(b, int(c.denoise_steps), device, "--rl.denoise_steps");
     return b;
   }
   auto b = train::load_policy(c.checkpoint, device);
-  use_flow_steps(b, int(c.denoise_steps), device);
+  train::use_flow_steps(b, int(c.denoise_steps), device, "--rl.denoise_steps");
   for (const auto& cam : b.spec.cameras)
     if (cam != sim::kAgentviewKey && cam != sim::kWristKey && cam.find("empty_camera_") == std::string::npos)
       throw Error(ErrorKind::kInvalidArgument, c.checkpoint + ": the policy reads camera '" + cam + "', which ember's simulator does not have");

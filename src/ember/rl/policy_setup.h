@@ -15,13 +15,9 @@ namespace ember::rl {
 // simulator's cameras, state and actions (identity normalisation; a tokenizer trained on the
 // tasks' prompts), seeded by config.seed. Throws Error naming the checkpoint's file at fault,
 // kInvalidArgument when its features are not the simulator's. config.denoise_steps > 0: the
-// policy's flow_steps set to it (use_flow_steps).
+// policy's flow_steps set to it (train::use_flow_steps: its checkpoints then record them, so
+// evaluation and deployment sample as the RL run did).
 train::PolicyBundle starting_policy(const RlConfig& config, const std::vector<const sim::TaskSpec*>& tasks, const at::Device& device);
-
-// The bundle's policy rebuilt with `steps` denoising steps (the same weights; its checkpoints
-// then record them, so evaluation and deployment sample as the RL run did); steps <= 0 or the
-// policy's own: unchanged.
-void use_flow_steps(train::PolicyBundle& bundle, int steps, const at::Device& device);
 
 // (copies of the policy for the rollout and the reference: train::copy_module)
 

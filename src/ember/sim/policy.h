@@ -70,6 +70,7 @@ struct PolicyArgs {
   int image_size = 128;            // the cameras' size in this evaluation
   uint64_t seed = 0;
   bool cuda_graphs = true;         // --cuda_graphs: a checkpoint's sampler replayed from CUDA graphs (train/sampler.h)
+  int flow_steps = 0;              // --policy.num_steps: a checkpoint's denoising steps (0: its own)
 };
 using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyArgs&)>;
 // Thread-safe; a later registration of the same name replaces the earlier one.

@@ -139,6 +139,34 @@ std::shared_ptr<model::PolicyModuleImpl> copy_module(const PolicyBundle& bundle,
   return m;
 }
 
+namespace {
+// every "flow_steps" in a policy.json set to steps
+void set_flow_steps(nlohmann::json& j, int steps) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "flow_steps") it.value() = steps;
+      else set_flow_steps(it.value(), steps);
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) set_flow_steps(v, steps);
+  }
+}
+}  // namespace
+
+void use_flow_steps(PolicyBundle& b, int steps, const at::Device& device, const std::string& flag) {
+  if (steps <= 0 || steps == b.shape.flow_steps) return;
+  auto j = b.arch->to_json();
+  set_flow_steps(j, steps);
+  auto arch = model::arch_from_json(j, flag);
+  if (arch->base().flow_steps != steps) throw Error(ErrorKind::kInternal, "use_flow_steps: the policy type keeps its flow_steps elsewhere");
+  auto module = arch->build({}, device);
+  copy_parameters(*module, *b.module);
+  module->eval();
+  b.arch = arch;
+  b.shape = arch->base();
+  b.module = module;
+}
+
 fs::path resolve_checkpoint(const fs::path& path) {
   if (fs::exists(path / "model.safetensors")) return path;
   if (auto latest = find_latest_checkpoint(path)) return latest->dir;

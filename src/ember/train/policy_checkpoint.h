@@ -71,6 +71,10 @@ void copy_parameters(torch::nn::Module& dst, const torch::nn::Module& src);
 // A new module of the bundle's architecture on device holding the bundle's weights (eval mode).
 std::shared_ptr<model::PolicyModuleImpl> copy_module(const PolicyBundle& bundle, const at::Device& device);
 
+// The bundle's policy rebuilt with `steps` denoising steps (the same weights, on device, eval
+// mode); steps <= 0 or the policy's own: unchanged. `flag` names the setting in errors.
+void use_flow_steps(PolicyBundle& bundle, int steps, const at::Device& device, const std::string& flag);
+
 // The checkpoint directory `path` designates (itself, or <path>/checkpoints/latest).
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
 
