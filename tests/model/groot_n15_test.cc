@@ -18,6 +18,7 @@
 #include "ember/core/json_file.h"
 #include "ember/model/groot.h"
 #include "ember/model/groot_n15.h"
+#include "ember/model/groot_n15_metadata.h"
 #include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
 #include "model/lerobot_reference.h"
@@ -328,6 +329,115 @@ TEST(GrootN15, TheGrootTypeImportsIt) {
   EXPECT_EQ(again->fit_features(narrower, "data", true), nullptr);
 }
 
+
+// Isaac-GR00T's experiment_cfg/metadata.json (groot_n15_metadata.h): the embodiment tag's
+// statistics, widths, cameras and heads become the imported policy's; the export writes them
+// back; a malformed file is refused naming the file and field.
+nlohmann::ordered_json metadata_entry(const std::string& tag) {
+  using oj = nlohmann::ordered_json;
+  auto part = [](std::vector<double> lo, std::vector<double> hi) {
+    oj v{{"max", hi}, {"min", lo}, {"mean", lo}, {"std", hi}, {"q01", lo}, {"q99", hi}};
+    return v;
+  };
+  oj e;
+  e["statistics"]["state"]["arm"] = part({-1, -2, -3}, {1, 2, 3});
+  e["statistics"]["state"]["gripper"] = part({0}, {0.5});
+  e["statistics"]["action"]["arm"] = part({-4, -5, -6}, {4, 5, 6});
+  e["statistics"]["action"]["gripper"] = part({-1}, {1});
+  e["modalities"]["video"]["front"] = oj{{"resolution", {64, 48}}, {"channels", 3}, {"fps", 15.0}};
+  e["modalities"]["video"]["wrist"] = oj{{"resolution", {64, 48}}, {"channels", 3}, {"fps", 15.0}};
+  for (const char* kind : {"state", "action"}) {
+    e["modalities"][kind]["arm"] = oj{{"absolute", true}, {"rotation_type", nullptr}, {"shape", {3}}, {"continuous", true}};
+    e["modalities"][kind]["gripper"] = oj{{"absolute", true}, {"rotation_type", nullptr}, {"shape", {1}}, {"continuous", true}};
+  }
+  e["embodiment_tag"] = tag;
+  return e;
+}
+
+struct WithMetadata : Broken {
+  void write(const nlohmann::ordered_json& j) {
+    fs::create_directories(dir / "experiment_cfg");
+    std::ofstream((dir / "experiment_cfg" / "metadata.json").string()) << j.dump(2);
+  }
+  std::string import_error() {
+    try {
+      foreign_policy_type(dir)->import_dir(dir);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST(GrootN15, ExperimentMetadataGivesTheRobot) {
+  WithMetadata w;
+  w.write({{"so100", metadata_entry("so100")}});  // N1.5's projector 2 (the fixture has 3 embodiments)
+  const PolicyType* type = foreign_policy_type(w.dir);
+  ASSERT_NE(type, nullptr);
+  auto im = type->import_dir(w.dir);
+  EXPECT_TRUE(im.has_stats);
+  EXPECT_EQ(im.spec.embodiment, 2);
+  EXPECT_EQ(im.spec.state_dim, 4);
+  EXPECT_EQ(im.spec.action_dim, 4);
+  EXPECT_EQ(im.spec.cameras, (std::vector<std::string>{"observation.images.front", "observation.images.wrist"}));
+  EXPECT_EQ(im.spec.fps, 15.0);
+  EXPECT_EQ(im.spec.stats.at("observation.state").at("min"), (std::vector<double>{-1, -2, -3, 0}));
+  EXPECT_EQ(im.spec.stats.at("action").at("max"), (std::vector<double>{4, 5, 6, 1}));
+  EXPECT_EQ(im.spec.stats.at("action").at("q01"), (std::vector<double>{-4, -5, -6, -1}));
+  EXPECT_EQ(im.spec.modes.at("action"), data::NormMode::kMinMax);
+  EXPECT_EQ(im.arch->fit_features(im.spec, "metadata", false), nullptr);  // N1.5's padded heads read it as it is
+
+  // the export writes the robot back (one part each), and the import reads the same again
+  ember::test::TempDir out("groot_n15_meta_out");
+  type->export_dir(fs::path(out.path()) / "x", *im.arch, im.spec, im.params, im.kept, im.config);
+  const auto written = read_ordered_json(fs::path(out.path()) / "x" / "experiment_cfg" / "metadata.json");
+  ASSERT_TRUE(written.contains("so100")) << written.dump();
+  EXPECT_EQ(written["so100"]["embodiment_tag"], "so100");
+  EXPECT_EQ(written["so100"]["modalities"]["state"]["state"]["shape"], nlohmann::ordered_json({4}));
+  auto again = type->import_dir(fs::path(out.path()) / "x");
+  EXPECT_EQ(again.spec.stats, im.spec.stats);
+  EXPECT_EQ(again.spec.embodiment, 2);
+  EXPECT_EQ(again.spec.cameras, im.spec.cameras);
+
+  // several embodiments: new_embodiment's entry, none without it
+  w.write({{"gr1", metadata_entry("gr1")}, {"so100", metadata_entry("so100")}});
+  auto several = type->import_dir(w.dir);
+  EXPECT_FALSE(several.has_stats);
+  EXPECT_EQ(several.spec.embodiment, 0);
+  bool noted = false;
+  for (const auto& n : several.notes) noted |= n.find("several embodiments (gr1, so100)") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // a tag N1.5 does not name: left with a note
+  w.write({{"my_robot", metadata_entry("my_robot")}});
+  EXPECT_FALSE(type->import_dir(w.dir).has_stats);
+}
+
+TEST(GrootN15, BadExperimentMetadataIsRefusedByName) {
+  WithMetadata w;
+  auto broken = [&](const std::function<void(nlohmann::ordered_json&)>& edit) {
+    auto e = metadata_entry("so100");
+    edit(e);
+    w.write({{"so100", e}});
+    return w.import_error();
+  };
+  std::string err = broken([](auto& e) { e["statistics"]["state"]["arm"]["max"] = {1, 2}; });
+  EXPECT_NE(err.find("metadata.json so100 statistics.state.arm: field 'min' has 3 values, the others 2"), std::string::npos) << err;
+  err = broken([](auto& e) { e["modalities"]["action"]["gripper"]["shape"] = {2}; });
+  EXPECT_NE(err.find("statistics.action.gripper: has 1 values per statistic, modalities.action.gripper.shape 2"), std::string::npos) << err;
+  err = broken([](auto& e) { e["statistics"]["action"]["arm"].erase("min"); });
+  EXPECT_NE(err.find("statistics.action.arm: field 'min' is missing"), std::string::npos) << err;
+  err = broken([](auto& e) { e["statistics"]["state"]["arm"]["mean"] = {1, "x", 3}; });
+  EXPECT_NE(err.find("field 'mean' is not a list of numbers"), std::string::npos) << err;
+  err = broken([](auto& e) { e.erase("statistics"); });
+  EXPECT_NE(err.find("field 'statistics' is missing or not an object"), std::string::npos) << err;
+  w.write({{"new_embodiment", metadata_entry("new_embodiment")}});  // projector 31: the fixture has 3
+  err = w.import_error();
+  EXPECT_NE(err.find("metadata.json: embodiment tag 'new_embodiment' is N1.5's projector 31, but model.safetensors has 3 embodiments"),
+            std::string::npos) << err;
+  std::ofstream((w.dir / "experiment_cfg" / "metadata.json").string()) << "[1, 2]";
+  err = w.import_error();
+  EXPECT_NE(err.find("metadata.json: not an object of embodiment tags"), std::string::npos) << err;
+}
 
 // GR00T-N1.5-3B itself, by name and shape (tests/fixtures/groot_n15_inventory.json: every tensor
 // the reference's modules hold at N1.5's real sizes, listed on the meta device; no weights): the

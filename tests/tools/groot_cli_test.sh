@@ -70,6 +70,27 @@ test -f "$dir/n15out/model.safetensors" || fail "the export wrote no model.safet
 run "$ember" export --checkpoint "$dir/n15out" --to groot_n15 "$dir/n15out2"
 cmp -s "$dir/n15out/model.safetensors" "$dir/n15out2/model.safetensors" || fail "export -> import -> export changed model.safetensors"
 
+# Isaac-GR00T's experiment_cfg/metadata.json: its embodiment tag picks the heads when
+# --policy.embodiment is not given (so100: N1.5's projector 2), and the export writes the run's
+# statistics back under the same tag
+meta="$dir/n15meta"
+cp -r "$n15" "$meta"
+mkdir -p "$meta/experiment_cfg"
+cat > "$meta/experiment_cfg/metadata.json" <<'JSON'
+{"so100": {"statistics": {"state": {"joints": {"max": [1, 1], "min": [-1, -1], "mean": [0, 0], "std": [1, 1], "q01": [-1, -1], "q99": [1, 1]}},
+                          "action": {"joints": {"max": [1, 1], "min": [-1, -1], "mean": [0, 0], "std": [1, 1], "q01": [-1, -1], "q99": [1, 1]}}},
+           "modalities": {"video": {"front": {"resolution": [32, 32], "channels": 3, "fps": 20.0}},
+                          "state": {"joints": {"absolute": true, "rotation_type": null, "shape": [2], "continuous": true}},
+                          "action": {"joints": {"absolute": true, "rotation_type": null, "shape": [2], "continuous": true}}},
+           "embodiment_tag": "so100"}}
+JSON
+run "$ember" train --policy.type=groot --policy.path="$meta" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
+    --log_freq=1 --save_freq=2 --steps=2 --dataset.episodes=[0] --output_dir="$dir/metarun"
+grep -q "metadata.json's so100 (embodiment 2)" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the import did not read experiment_cfg/metadata.json"; }
+grep -q '"embodiment": 2' "$dir/metarun/checkpoints/latest/features.json" || fail "the metadata's tag did not pick the heads"
+run "$ember" export --checkpoint "$dir/metarun" --to groot_n15 "$dir/metaout"
+grep -q '"embodiment_tag": "so100"' "$dir/metaout/experiment_cfg/metadata.json" || fail "the export wrote no metadata.json for so100"
+
 # bad flags: one line, exit status 2
 expect_user_error() {
   local what="$1"; shift

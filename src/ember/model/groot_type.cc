@@ -6,6 +6,7 @@
 #include "ember/core/error.h"
 #include "ember/model/groot.h"
 #include "ember/model/groot_n15.h"
+#include "ember/model/groot_n15_metadata.h"
 #include "ember/model/policy_type.h"
 
 namespace ember::model {
@@ -132,24 +133,51 @@ std::shared_ptr<const PolicyArch> groot_arch(const GrootShape& shape) { return s
 namespace {
 
 // A GR00T-N1.5 directory: its shape with N1.5's padded widths, N1.5's rules for the features
-// (min-max normalisation, the task alone as the prompt, the loss over every chunk step); its
-// cameras are the dataset's (N1.5's config lists none), its statistics the dataset's.
+// (min-max normalisation, the task alone as the prompt, the loss over every chunk step). Its
+// robot (statistics, widths, cameras, embodiment) is experiment_cfg/metadata.json's where that
+// exists (groot_n15_metadata.h; several embodiments: new_embodiment's); fine-tuning takes the
+// dataset's cameras and statistics, as Isaac-GR00T's fine-tuning does.
 ImportedPolicy import_n15(const std::filesystem::path& dir) {
   auto in = import_groot_n15(dir);
   in.shape.padded_heads = true;
   ImportedPolicy out;
-  out.arch = std::make_shared<GrootArch>(in.shape);
   out.spec.state_dim = in.shape.embodiments.at(0).state_dim;
   out.spec.action_dim = in.shape.base.max_action_dim;
   for (const auto& key : {out.spec.state_key, out.spec.action_key}) out.spec.modes[key] = data::NormMode::kMinMax;
   out.spec.state_in_prompt = false;
   out.spec.loss_on_padded_steps = true;
+  out.notes = std::move(in.notes);
+  if (auto m = read_groot_n15_metadata(dir, out.notes, groot_n15_embodiment_index("new_embodiment"))) {
+    const std::string file = (dir / "experiment_cfg" / "metadata.json").string();
+    const int n = int(in.shape.embodiments.size());
+    if (m->embodiment >= n)
+      throw Error(ErrorKind::kInvalidArgument, file + ": embodiment tag '" + m->tag + "' is N1.5's projector " + std::to_string(m->embodiment) +
+                                                   ", but model.safetensors has " + std::to_string(n) + " embodiments");
+    const auto& heads = in.shape.embodiments[size_t(m->embodiment)];
+    if (m->state_dim() > heads.state_dim || m->action_dim() > in.shape.base.max_action_dim)
+      throw Error(ErrorKind::kInvalidArgument, file + ": " + m->tag + "'s state has " + std::to_string(m->state_dim()) + " values and its action " +
+                                                   std::to_string(m->action_dim()) + ", more than the heads' " + std::to_string(heads.state_dim) +
+                                                   " and " + std::to_string(in.shape.base.max_action_dim));
+    out.spec.state_dim = m->state_dim();
+    out.spec.action_dim = m->action_dim();
+    out.spec.stats[out.spec.state_key] = m->state;
+    out.spec.stats[out.spec.action_key] = m->action;
+    out.spec.cameras = m->cameras;
+    out.spec.fps = m->fps;
+    out.spec.embodiment = m->embodiment;
+    out.has_stats = true;
+    out.notes.push_back("GR00T-N1.5: experiment_cfg/metadata.json's " + m->tag + " (embodiment " + std::to_string(m->embodiment) + "): state " +
+                        std::to_string(m->state_parts.size()) + " parts, " + std::to_string(m->state_dim()) + " values; action " +
+                        std::to_string(m->action_parts.size()) + " parts, " + std::to_string(m->action_dim()) + " values; " +
+                        std::to_string(m->cameras.size()) + " cameras");
+  } else {
+    out.notes.push_back("GR00T-N1.5: --policy.embodiment picks the heads that read the dataset (default 0: no experiment_cfg/metadata.json "
+                        "names one; N1.5's new_embodiment is 31)");
+  }
+  out.arch = std::make_shared<GrootArch>(in.shape);
   out.params = std::move(in.params);
   out.config = std::move(in.config);
   out.kept = std::move(in.kept);
-  out.notes = std::move(in.notes);
-  out.notes.push_back("GR00T-N1.5: --policy.embodiment picks the heads that read the dataset (default 0; N1.5's new_embodiment "
-                      "is 31); the statistics in experiment_cfg/ are not read (fine-tuning takes the dataset's)");
   out.skipped = std::move(in.skipped);
   return out;
 }
@@ -165,13 +193,16 @@ PolicyType groot_policy_type() {
   };
   t.is_foreign_dir = [](const std::filesystem::path& dir) { return is_groot_n15_dir(dir); };
   t.import_dir = import_n15;
-  t.export_dir = [](const std::filesystem::path& out, const PolicyArch& arch, const FeatureSpec&,
+  t.export_dir = [](const std::filesystem::path& out, const PolicyArch& arch, const FeatureSpec& spec,
                     const std::map<std::string, at::Tensor>& params, const std::map<std::string, at::Tensor>& kept,
                     const nlohmann::ordered_json& config) {
-    write_groot_n15(out, dynamic_cast<const GrootArch&>(arch).shape(), params, kept, config);
+    const auto& shape = dynamic_cast<const GrootArch&>(arch).shape();
+    write_groot_n15(out, shape, params, kept, config);
+    write_groot_n15_metadata(out, spec, shape.base.vision.image_size);
   };
   t.export_format = "groot_n15";
   t.trains_own_tokenizer = true;
+  t.fine_tunes_on_dataset_cameras = true;
   return t;
 }
 

@@ -95,6 +95,10 @@ struct PolicyType : PolicyTypeInfo {
   // one trained on the dataset's tasks when a run fine-tunes it (GR00T-N1.5: Qwen3's BPE
   // tokenizer is not read); false: the run needs --policy.tokenizer_path (pi0.5's PaliGemma).
   bool trains_own_tokenizer = false;
+  // Fine-tuning a reference directory of this type reads the dataset's cameras, whatever cameras
+  // the directory names (GR00T-N1.5 reads any views; Isaac-GR00T fine-tunes on the dataset's
+  // video keys); false: the directory's cameras, which --rename_map fills (pi0.5's slots).
+  bool fine_tunes_on_dataset_cameras = false;
 };
 
 // Every registered type, in the catalog's order.

@@ -87,7 +87,8 @@ void TrainFields::operator()(Config& c, V&& v) const {
     "the loss counts chunk steps past an episode's end (LeRobot's pi05 and N1.5 do)");
   v("policy.dropout", c.policy.dropout, Choices{}, "groot: dropout of the vl and DiT blocks while training (pi05 has none)");
   v("policy.embodiment", c.policy.embodiment, Choices{},
-    "groot: the embodiment whose heads read the dataset (N1.5's new_embodiment: 31); recorded in features.json");
+    "groot: the embodiment whose heads read the dataset (N1.5's new_embodiment: 31; unset: --policy.path's metadata tag, else 0); "
+    "recorded in features.json");
   v("policy.head_init", c.policy.head_init, Choices{"n15", "torch"},
     "groot: the embodiment MLPs start as N1.5's (N(0, 0.02^2)) or as torch.nn.Linear's default (from scratch)");
   v("optimizer.lr", c.optimizer.lr, Choices{}, "peak learning rate");

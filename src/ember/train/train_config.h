@@ -103,8 +103,9 @@ struct PolicyConfig {
   // default, for training from scratch)
   std::string head_init = "n15";
   // groot: the embodiment whose state, action and decoder heads read the dataset (recorded in
-  // features.json; a GR00T-N1.5 checkpoint's: N1.5's new_embodiment is 31); pi05: 0
-  int64_t embodiment = 0;
+  // features.json; N1.5's new_embodiment is 31); unset: the --policy.path directory's (its
+  // experiment_cfg/metadata.json tag), else 0; pi05: 0
+  std::optional<int64_t> embodiment;
 };
 
 struct OptimizerConfig {              // AdamW (PI05Config.optimizer_*)

@@ -161,11 +161,13 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
   const model::PolicyShape shape = arch->base();
   std::optional<model::FeatureSpec> like;
   if (imported) like = imported->spec;
+  if (imported && model::policy_type(config.policy.type).fine_tunes_on_dataset_cameras) like->cameras.clear();
   if (resume && fs::exists(*resume / "features.json"))  // a resumed run keeps its rules (LeRobot's, N1.5's, its flags')
     like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
                                  : model::feature_spec(meta, shape, feature_rules(config));
-  if (!resume || !fs::exists(*resume / "features.json")) spec.embodiment = config.policy.embodiment;  // a resumed run keeps its own
+  if (!resume || !fs::exists(*resume / "features.json"))  // a resumed run keeps its own
+    spec.embodiment = config.policy.embodiment.value_or(imported ? imported->spec.embodiment : 0);
   if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
   if (imported)  // the run's flags and the dataset fit the import: now what it adapted is worth reading
     for (const auto& line : imported->import_notes) std::fprintf(stderr, "%s\n", line.c_str());
