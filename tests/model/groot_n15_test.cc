@@ -18,6 +18,7 @@
 #include "ember/core/json_file.h"
 #include "ember/model/groot.h"
 #include "ember/model/groot_n15.h"
+#include "ember/model/groot_lerobot.h"
 #include "ember/model/groot_n15_metadata.h"
 #include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
@@ -437,6 +438,94 @@ TEST(GrootN15, BadExperimentMetadataIsRefusedByName) {
   std::ofstream((w.dir / "experiment_cfg" / "metadata.json").string()) << "[1, 2]";
   err = w.import_error();
   EXPECT_NE(err.find("metadata.json: not an object of embodiment tags"), std::string::npos) << err;
+}
+
+// LeRobot 0.5.1's GrootPolicy directory (groot_lerobot.h; tests/fixtures/groot_lerobot_tiny,
+// written by LeRobot's own GrootConfig and processors: tests/python/groot_lerobot_fixture.py):
+// groot_n15_tiny's weights under "_groot_model.", the model's configuration from
+// base_model_path, the robot from input_features / output_features and the pack step.
+const fs::path kLeRobot = fs::path(EMBER_TEST_DATA) / "groot_lerobot_tiny";
+
+TEST(GrootN15, LeRobotGrootPolicyDirectoriesAreRead) {
+  const PolicyType* type = foreign_policy_type(kLeRobot);
+  ASSERT_NE(type, nullptr);
+  EXPECT_EQ(type->name, "groot");
+  auto im = type->import_dir(kLeRobot);
+  EXPECT_EQ(im.spec.cameras, (std::vector<std::string>{"observation.images.front", "observation.images.wrist"}));
+  EXPECT_EQ(im.spec.state_dim, 5);
+  EXPECT_EQ(im.spec.action_dim, 6);
+  EXPECT_EQ(im.spec.embodiment, 2);  // so100, the pack step's embodiment_mapping
+  EXPECT_TRUE(im.has_stats);
+  EXPECT_EQ(im.spec.stats.at("observation.state").at("min"), (std::vector<double>{-1, -2, -3, -4, -5}));
+  EXPECT_EQ(im.spec.stats.at("action").at("max"), (std::vector<double>{0.5, 1, 1.5, 2, 2.5, 3}));
+  EXPECT_EQ(im.spec.modes.at("observation.state"), data::NormMode::kMinMax);
+  EXPECT_FALSE(im.spec.state_in_prompt);
+  EXPECT_EQ(im.arch->fit_features(im.spec, "lerobot", false), nullptr);
+  // the same model as the Isaac-GR00T directory it was made from, weight for weight
+  auto n15 = type->import_dir(kFixture);
+  EXPECT_EQ(im.arch->to_json(), n15.arch->to_json());
+  ASSERT_EQ(im.params.size(), n15.params.size());
+  for (const auto& [name, t] : n15.params) EXPECT_TRUE(at::equal(im.params.at(name), t)) << name;
+  EXPECT_EQ(im.kept.size(), n15.kept.size());
+}
+
+TEST(GrootN15, BadLeRobotGrootDirectoriesAreRefusedByName) {
+  struct Copy {
+    ember::test::TempDir tmp{"groot_lerobot_bad"};
+    fs::path dir = fs::path(tmp.path()) / "policy";
+    Copy() {
+      fs::copy(kLeRobot, dir);
+      config([](auto& c) { c["base_model_path"] = kFixture.string(); });
+    }
+    void config(const std::function<void(nlohmann::ordered_json&)>& edit) {
+      auto c = read_ordered_json(dir / "config.json");
+      edit(c);
+      std::ofstream((dir / "config.json").string()) << c.dump(2);
+    }
+    std::string error() {
+      try {
+        foreign_policy_type(dir)->import_dir(dir);
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "";
+    }
+  };
+  {
+    Copy c;  // an absolute base_model_path reads as well
+    EXPECT_EQ(c.error(), "");
+  }
+  {
+    Copy c;
+    auto t = load_tensors((c.dir / "model.safetensors").string());
+    t["action_head.stray"] = at::zeros({2});
+    save_tensors((c.dir / "model.safetensors").string(), NamedTensors(t.begin(), t.end()));
+    EXPECT_NE(c.error().find("model.safetensors: tensor 'action_head.stray' is not under '_groot_model.'"), std::string::npos) << c.error();
+  }
+  {
+    Copy c;
+    c.config([](auto& j) { j["base_model_path"] = (fs::path(EMBER_TEST_DATA) / "lerobot_pi05_tiny").string(); });
+    EXPECT_NE(c.error().find("config.json: base_model_path '"), std::string::npos) << c.error();
+    EXPECT_NE(c.error().find("is not a GR00T-N1.5 directory"), std::string::npos) << c.error();
+  }
+  {
+    Copy c;
+    c.config([](auto& j) { j["output_features"]["action"]["shape"] = {9}; });
+    EXPECT_NE(c.error().find("the state has 5 values and the action 9"), std::string::npos) << c.error();
+  }
+  {
+    Copy c;
+    c.config([](auto& j) { j["embodiment_tag"] = "new_embodiment"; });  // projector 31 of 3
+    EXPECT_NE(c.error().find("embodiment_tag 'new_embodiment' is projector 31, but the model has 3 embodiments"), std::string::npos) << c.error();
+  }
+  {
+    Copy c;
+    const auto file = c.dir / "policy_preprocessor_step_2_groot_pack_inputs_v3.safetensors";
+    auto t = load_tensors(file.string());
+    t["action.min"] = at::zeros({4});
+    save_tensors(file.string(), NamedTensors(t.begin(), t.end()));
+    EXPECT_NE(c.error().find("statistic 'action.min' has 4 values, the feature 6"), std::string::npos) << c.error();
+  }
 }
 
 // GR00T-N1.5-3B itself, by name and shape (tests/fixtures/groot_n15_inventory.json: every tensor

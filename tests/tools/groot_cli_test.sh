@@ -91,6 +91,16 @@ grep -q '"embodiment": 2' "$dir/metarun/checkpoints/latest/features.json" || fai
 run "$ember" export --checkpoint "$dir/metarun" --to groot_n15 "$dir/metaout"
 grep -q '"embodiment_tag": "so100"' "$dir/metaout/experiment_cfg/metadata.json" || fail "the export wrote no metadata.json for so100"
 
+# LeRobot 0.5.1's GrootPolicy directory (tests/fixtures/groot_lerobot_tiny: its config names the
+# embodiment so100, projector 2, and the model's base directory): fine-tuned, exported to N1.5's layout
+lerobot="$(dirname "$fixture")/groot_lerobot_tiny"
+run "$ember" train --policy.type=groot --policy.path="$lerobot" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
+    --log_freq=1 --save_freq=2 --steps=2 --dataset.episodes=[0] --output_dir="$dir/lerobotrun"
+grep -q "LeRobot's groot policy" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the LeRobot groot directory was not read as one"; }
+grep -q '"embodiment": 2' "$dir/lerobotrun/checkpoints/latest/features.json" || fail "the LeRobot config's embodiment_tag did not pick the heads"
+run "$ember" export --checkpoint "$dir/lerobotrun" --to groot_n15 "$dir/lerobotout"
+grep -q '"model_type": "gr00t_n1_5"' "$dir/lerobotout/config.json" || fail "the LeRobot run's export is not N1.5's layout"
+
 # bad flags: one line, exit status 2
 expect_user_error() {
   local what="$1"; shift

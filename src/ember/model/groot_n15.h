@@ -57,6 +57,10 @@ GrootN15Import import_groot_n15(const nlohmann::ordered_json& config, std::map<s
 std::map<std::string, at::Tensor> to_groot_n15_state_dict(const GrootShape& shape, const std::map<std::string, at::Tensor>& params,
                                                           const std::map<std::string, at::Tensor>& kept);
 
+// The config.json of a GR00T-N1.5 directory of `shape` (`project`: backbone_cfg.project_to_dim
+// set): `base` with the shape's values set, N1.5's defaults where `base` is not an object.
+nlohmann::ordered_json groot_n15_config(const GrootShape& shape, bool project, const nlohmann::ordered_json& base);
+
 // Writes `out` (absent or empty) as a GR00T-N1.5 directory: config.json (`config` with the
 // shape's values set; N1.5's defaults where it is not an object) and model.safetensors.
 void write_groot_n15(const std::filesystem::path& out, const GrootShape& shape, const std::map<std::string, at::Tensor>& params,

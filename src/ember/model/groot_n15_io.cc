@@ -358,9 +358,7 @@ TensorMap to_groot_n15_state_dict(const GrootShape& s, const TensorMap& params, 
   return sd;
 }
 
-void write_groot_n15(const fs::path& out, const GrootShape& s, const TensorMap& params, const TensorMap& kept, const ojson& base) {
-  check_output_dir(out.string(), "--to groot_n15 OUT");
-  const TensorMap sd = to_groot_n15_state_dict(s, params, kept);
+ojson groot_n15_config(const GrootShape& s, bool project, const ojson& base) {
   ojson c = base.is_object() ? base : ojson::object();
   if (!c.contains("action_head_cfg") || !c["action_head_cfg"].is_object()) c["action_head_cfg"] = ojson::object();
   if (!c.contains("backbone_cfg") || !c["backbone_cfg"].is_object()) c["backbone_cfg"] = ojson::object();
@@ -405,8 +403,15 @@ void write_groot_n15(const fs::path& out, const GrootShape& s, const TensorMap& 
   v["dropout"] = s.dropout;
   auto& b = c["backbone_cfg"];
   b["select_layer"] = s.base.lm.layers;
-  if (!params.count("backbone_proj.weight")) b["project_to_dim"] = nullptr;
+  if (!project) b["project_to_dim"] = nullptr;
   else b["project_to_dim"] = s.backbone_dim;
+  return c;
+}
+
+void write_groot_n15(const fs::path& out, const GrootShape& s, const TensorMap& params, const TensorMap& kept, const ojson& base) {
+  check_output_dir(out.string(), "--to groot_n15 OUT");
+  const TensorMap sd = to_groot_n15_state_dict(s, params, kept);
+  const ojson c = groot_n15_config(s, params.count("backbone_proj.weight") > 0, base);
   fs::create_directories(out);
   NamedTensors tensors(sd.begin(), sd.end());
   save_tensors((out / "model.safetensors").string(), tensors, {{"format", "pt"}});

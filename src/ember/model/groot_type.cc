@@ -5,6 +5,7 @@
 
 #include "ember/core/error.h"
 #include "ember/model/groot.h"
+#include "ember/model/groot_lerobot.h"
 #include "ember/model/groot_n15.h"
 #include "ember/model/groot_n15_metadata.h"
 #include "ember/model/policy_type.h"
@@ -135,12 +136,29 @@ namespace {
 // A GR00T-N1.5 directory: its shape with N1.5's padded widths, N1.5's rules for the features
 // (min-max normalisation, the task alone as the prompt, the loss over every chunk step). Its
 // robot (statistics, widths, cameras, embodiment) is experiment_cfg/metadata.json's where that
-// exists (groot_n15_metadata.h; several embodiments: new_embodiment's); fine-tuning takes the
-// dataset's cameras and statistics, as Isaac-GR00T's fine-tuning does.
+// exists (groot_n15_metadata.h; several embodiments: new_embodiment's); a LeRobot 0.5.1
+// GrootPolicy directory's is its config's and preprocessor's (groot_lerobot.h). Fine-tuning takes
+// the dataset's cameras and statistics, as Isaac-GR00T's and LeRobot's fine-tuning do.
 ImportedPolicy import_n15(const std::filesystem::path& dir) {
+  ImportedPolicy out;
+  if (is_lerobot_groot_dir(dir)) {  // LeRobot 0.5.1's GrootPolicy: its robot from its config and preprocessor
+    auto le = import_lerobot_groot(dir);
+    le.n15.shape.padded_heads = true;
+    out.spec = le.spec;
+    out.has_stats = le.has_stats;
+    out.notes = std::move(le.n15.notes);
+    out.notes.push_back("GR00T-N1.5 (LeRobot's groot policy): embodiment " + std::to_string(out.spec.embodiment) + ", " +
+                        std::to_string(out.spec.cameras.size()) + " cameras, state " + std::to_string(out.spec.state_dim) + ", action " +
+                        std::to_string(out.spec.action_dim) + (le.has_stats ? ", its min-max statistics" : ", no statistics"));
+    out.arch = std::make_shared<GrootArch>(le.n15.shape);
+    out.params = std::move(le.n15.params);
+    out.config = std::move(le.n15.config);
+    out.kept = std::move(le.n15.kept);
+    out.skipped = std::move(le.n15.skipped);
+    return out;
+  }
   auto in = import_groot_n15(dir);
   in.shape.padded_heads = true;
-  ImportedPolicy out;
   out.spec.state_dim = in.shape.embodiments.at(0).state_dim;
   out.spec.action_dim = in.shape.base.max_action_dim;
   for (const auto& key : {out.spec.state_key, out.spec.action_key}) out.spec.modes[key] = data::NormMode::kMinMax;
@@ -191,7 +209,7 @@ PolicyType groot_policy_type() {
   t.from_json = [](const nlohmann::json& j, const std::string& what) -> std::shared_ptr<const PolicyArch> {
     return std::make_shared<GrootArch>(groot_shape_from_json(j, what));
   };
-  t.is_foreign_dir = [](const std::filesystem::path& dir) { return is_groot_n15_dir(dir); };
+  t.is_foreign_dir = [](const std::filesystem::path& dir) { return is_groot_n15_dir(dir) || is_lerobot_groot_dir(dir); };
   t.import_dir = import_n15;
   t.export_dir = [](const std::filesystem::path& out, const PolicyArch& arch, const FeatureSpec& spec,
                     const std::map<std::string, at::Tensor>& params, const std::map<std::string, at::Tensor>& kept,

@@ -30,6 +30,7 @@ using ref_io::bad;
 using ref_io::count_layers;
 using ref_io::get;
 using ref_io::need;
+using ref_io::read_stats_file;
 using ref_io::shape_text;
 
 // Keys as PI05Policy.from_pretrained sees them: the "model." prefix added where missing, and the

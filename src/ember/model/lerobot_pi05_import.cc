@@ -180,17 +180,6 @@ void check_sizes(const PolicyShape& s, const Heads& heads, const fs::path& dir, 
 }
 
 // The normalisation statistics of a LeRobot processor file, "<feature>.<stat>" -> values.
-std::map<std::string, data::FeatureStats> read_stats_file(const fs::path& path) {
-  std::map<std::string, data::FeatureStats> out;
-  for (const auto& [name, t] : load_tensors(path.string())) {
-    auto dot = name.rfind('.');
-    if (dot == std::string::npos || dot == 0) bad(path.string(), "tensor '" + name + "' is not named <feature>.<statistic>", ErrorKind::kCorruption);
-    auto v = t.to(at::kDouble).contiguous().reshape({-1});
-    out[name.substr(0, dot)][name.substr(dot + 1)] = std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
-  }
-  return out;
-}
-
 void check_stats(FeatureSpec& spec, const std::string& file) {
   for (const auto& [key, dim] : {std::pair{spec.state_key, spec.state_dim}, std::pair{spec.action_key, spec.action_dim}}) {
     auto it = spec.stats.find(key);
@@ -385,7 +374,8 @@ ForeignPolicy foreign_policy_kind(const fs::path& dir) {
     if (!c["type"].is_string()) return ForeignPolicy::kNone;
     const auto type = c["type"].get<std::string>();
     if (type == "pi05") return ForeignPolicy::kLeRobot;
-    bad((dir / "config.json").string(), "type is '" + type + "'; ember imports LeRobot's pi05 policies only", ErrorKind::kUnsupported);
+    if (type == "groot") return ForeignPolicy::kNone;  // LeRobot's GR00T-N1.5 policy: the groot type's (groot_lerobot.h)
+    bad((dir / "config.json").string(), "type is '" + type + "'; ember imports LeRobot's pi05 and groot policies only", ErrorKind::kUnsupported);
   }
   if (c.contains("paligemma_variant")) return ForeignPolicy::kOpenpi;
   return ForeignPolicy::kNone;

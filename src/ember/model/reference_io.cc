@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "ember/model/weights.h"
+
 namespace ember::model::ref_io {
 
 void bad(const std::string& where, const std::string& what, ErrorKind kind) { throw Error(kind, where + ": " + what); }
@@ -25,6 +27,17 @@ const at::Tensor& need(const TensorMap& sd, std::string_view key_view, const std
   if (it->second.dim() != dims)
     bad(file, "tensor '" + key + "' has shape " + shape_text(it->second.sizes()) + ", expected " + std::to_string(dims) + " dimensions");
   return it->second;
+}
+
+std::map<std::string, data::FeatureStats> read_stats_file(const std::filesystem::path& path) {
+  std::map<std::string, data::FeatureStats> out;
+  for (const auto& [name, t] : load_tensors(path.string())) {
+    auto dot = name.rfind('.');
+    if (dot == std::string::npos || dot == 0) bad(path.string(), "tensor '" + name + "' is not named <feature>.<statistic>", ErrorKind::kCorruption);
+    auto v = t.to(at::kDouble).contiguous().reshape({-1});
+    out[name.substr(0, dot)][name.substr(dot + 1)] = std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+  }
+  return out;
 }
 
 }  // namespace ember::model::ref_io

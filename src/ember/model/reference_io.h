@@ -5,12 +5,14 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "ember/core/error.h"
+#include "ember/data/metadata.h"
 
 namespace ember::model::ref_io {
 
@@ -43,5 +45,9 @@ T required(const ojson& j, const std::string& key, const std::string& file) {
   if (!j.contains(key) || j[key].is_null()) bad(file, "field '" + key + "' is missing", ErrorKind::kCorruption);
   return get<T>(j, key, T{}, file);
 }
+
+// A LeRobot processor step's statistics file (safetensors, tensors named <feature>.<statistic>):
+// feature -> statistic -> values. Throws kCorruption naming the file and a tensor named otherwise.
+std::map<std::string, data::FeatureStats> read_stats_file(const std::filesystem::path& path);
 
 }  // namespace ember::model::ref_io
