@@ -4,6 +4,7 @@
 
 #include "bench/inference_bench.h"
 #include "cli/commands.h"
+#include "cli/flag_ranges.h"
 #include "ember/model/policy_type.h"
 #include "ember/serve/serve.h"
 #include "ember_version.h"
@@ -25,6 +26,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   s->add_option("--max_message_mb", o->max_message_mb, "larger messages are refused before they are read (default 64)");
   s->add_option("--max_connections", o->max_connections, "connections at most (default 64)");
   s->add_option("--seed", o->seed, "a connection's k-th request draws its initial noise from seed + k (default 0)");
+  s->add_option("--policy.num_steps", o->flow_steps, "denoising steps per chunk (default: the policy's own)")->check(in_range(1, 1000));
   s->add_option("--cuda_graphs", o->cuda_graphs, "true | false: on CUDA, the engine (bf16 weights, one CUDA graph per batch shape; default true) or eager sampling as loaded");
   s->callback([o, &action] { action = [o] { return serve::run_serve(*o); }; });
 

@@ -355,19 +355,22 @@ nlohmann::ordered_json metadata_entry(const std::string& tag) {
   return e;
 }
 
+// The registered type's import of dir: its error, or "" when it reads
+std::string type_import_error(const fs::path& dir) {
+  try {
+    foreign_policy_type(dir)->import_dir(dir);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 struct WithMetadata : Broken {
   void write(const nlohmann::ordered_json& j) {
     fs::create_directories(dir / "experiment_cfg");
     std::ofstream((dir / "experiment_cfg" / "metadata.json").string()) << j.dump(2);
   }
-  std::string import_error() {
-    try {
-      foreign_policy_type(dir)->import_dir(dir);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
+  std::string import_error() { return type_import_error(dir); }
 };
 
 TEST(GrootN15, ExperimentMetadataGivesTheRobot) {
@@ -482,14 +485,7 @@ TEST(GrootN15, BadLeRobotGrootDirectoriesAreRefusedByName) {
       edit(c);
       std::ofstream((dir / "config.json").string()) << c.dump(2);
     }
-    std::string error() {
-      try {
-        foreign_policy_type(dir)->import_dir(dir);
-      } catch (const Error& e) {
-        return e.what();
-      }
-      return "";
-    }
+    std::string error() { return type_import_error(dir); }
   };
   {
     Copy c;  // an absolute base_model_path reads as well

@@ -103,6 +103,7 @@ TEST(Serve, MetadataFrameOnConnect) {
   const Field& m = client.metadata();
   EXPECT_EQ(m.find("server")->bytes, "ember serve");
   EXPECT_EQ(m.find("action_horizon")->integer, 10);
+  EXPECT_EQ(m.find("denoising_steps")->integer, lb.engine.bundle().shape.flow_steps);
   EXPECT_EQ(m.find("action_dim")->integer, 7);
   EXPECT_EQ(m.find("state_dim")->integer, 8);
   EXPECT_EQ(m.find("obs_map")->find("observation/image")->bytes, lb.engine.bundle().spec.cameras[0]);

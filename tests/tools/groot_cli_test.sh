@@ -84,22 +84,23 @@ cat > "$meta/experiment_cfg/metadata.json" <<'JSON'
                           "action": {"joints": {"absolute": true, "rotation_type": null, "shape": [2], "continuous": true}}},
            "embodiment_tag": "so100"}}
 JSON
-run "$ember" train --policy.type=groot --policy.path="$meta" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
-    --log_freq=1 --save_freq=2 --steps=2 --dataset.episodes=[0] --output_dir="$dir/metarun"
-grep -q "metadata.json's so100 (embodiment 2)" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the import did not read experiment_cfg/metadata.json"; }
-grep -q '"embodiment": 2' "$dir/metarun/checkpoints/latest/features.json" || fail "the metadata's tag did not pick the heads"
-run "$ember" export --checkpoint "$dir/metarun" --to groot_n15 "$dir/metaout"
-grep -q '"embodiment_tag": "so100"' "$dir/metaout/experiment_cfg/metadata.json" || fail "the export wrote no metadata.json for so100"
+# fine_tune_so100 DIR RUN NOTE: a short fine-tune of DIR into $dir/RUN without --policy.embodiment,
+# whose import prints NOTE; the directory's so100 picks the heads (N1.5's projector 2); exported
+# to N1.5's layout in $dir/RUN-out
+fine_tune_so100() {
+  run "$ember" train --policy.type=groot --policy.path="$1" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
+      --log_freq=1 --save_freq=2 --steps=2 --dataset.episodes=[0] --output_dir="$dir/$2"
+  grep -q "$3" "$dir/out.txt" || { cat "$dir/out.txt"; fail "$1: the import did not print '$3'"; }
+  grep -q '"embodiment": 2' "$dir/$2/checkpoints/latest/features.json" || fail "$1: so100 did not pick the heads"
+  run "$ember" export --checkpoint "$dir/$2" --to groot_n15 "$dir/$2-out"
+  grep -q '"model_type": "gr00t_n1_5"' "$dir/$2-out/config.json" || fail "$2: the export is not N1.5's layout"
+}
+fine_tune_so100 "$meta" metarun "metadata.json's so100 (embodiment 2)"
+grep -q '"embodiment_tag": "so100"' "$dir/metarun-out/experiment_cfg/metadata.json" || fail "the export wrote no metadata.json for so100"
 
 # LeRobot 0.5.1's GrootPolicy directory (tests/fixtures/groot_lerobot_tiny: its config names the
-# embodiment so100, projector 2, and the model's base directory): fine-tuned, exported to N1.5's layout
-lerobot="$(dirname "$fixture")/groot_lerobot_tiny"
-run "$ember" train --policy.type=groot --policy.path="$lerobot" --dataset.root="$data" --device=cpu --batch_size=4 --num_workers=1 \
-    --log_freq=1 --save_freq=2 --steps=2 --dataset.episodes=[0] --output_dir="$dir/lerobotrun"
-grep -q "LeRobot's groot policy" "$dir/out.txt" || { cat "$dir/out.txt"; fail "the LeRobot groot directory was not read as one"; }
-grep -q '"embodiment": 2' "$dir/lerobotrun/checkpoints/latest/features.json" || fail "the LeRobot config's embodiment_tag did not pick the heads"
-run "$ember" export --checkpoint "$dir/lerobotrun" --to groot_n15 "$dir/lerobotout"
-grep -q '"model_type": "gr00t_n1_5"' "$dir/lerobotout/config.json" || fail "the LeRobot run's export is not N1.5's layout"
+# embodiment so100 and the model's base directory)
+fine_tune_so100 "$(dirname "$fixture")/groot_lerobot_tiny" lerobotrun "LeRobot's groot policy"
 
 # bad flags: one line, exit status 2
 expect_user_error() {

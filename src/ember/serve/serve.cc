@@ -49,6 +49,7 @@ Field serve_metadata(const Engine& engine, const ObservationMap& map, const Serv
   m.set("policy_type", Field::text(b.module->type()));
   m.set("preset", Field::text(b.shape.preset));
   m.set("action_horizon", Field::whole(b.shape.horizon));
+  m.set("denoising_steps", Field::whole(b.shape.flow_steps));
   m.set("action_dim", Field::whole(b.spec.action_dim));
   m.set("max_action_dim", Field::whole(b.shape.max_action_dim));  // the width of a request's "noise"
   m.set("state_dim", Field::whole(b.spec.state_dim));
@@ -67,6 +68,7 @@ int run_serve(const ServeOptions& o) {
   const at::Device device = model::resolve_device(o.device);
   check_listen_address(o.host, o.port);  // before a slow load
   auto bundle = train::load_policy(o.checkpoint, device, o.tokenizer_path.empty() ? std::nullopt : std::optional(o.tokenizer_path));
+  train::use_flow_steps(bundle, o.flow_steps, device, "--policy.num_steps");
   ObservationMap map(bundle.spec, bundle.shape, o.obs_map);
   const std::string name = bundle.module->type() + "/" + bundle.shape.preset;
   Engine engine(std::move(bundle), device, {.max_batch = o.max_batch, .batch_timeout_ms = o.batch_timeout_ms, .cuda_graphs = o.cuda_graphs});

@@ -26,6 +26,7 @@ struct ServeOptions {
   int max_connections = 64;
   uint64_t seed = 0;
   bool cuda_graphs = true;  // --cuda_graphs: the sampler captured per batch shape (train/sampler.h)
+  int flow_steps = 0;       // --policy.num_steps: denoising steps other than the policy's own (0: its own)
 };
 
 // Throws Error kInvalidArgument naming the flag whose value is out of range.
