@@ -30,46 +30,26 @@ std::vector<int64_t> feature_shape(const ojson& f, const std::string& key, const
 // policy_preprocessor.json's groot_pack_inputs_v3 step: its min-max switch, its tag mapping and
 // its statistics file (absent directory file: no statistics)
 void read_pack_step(const fs::path& dir, FeatureSpec& spec, bool& has_stats, const std::string& tag, std::vector<std::string>& notes) {
-  const fs::path pre = dir / "policy_preprocessor.json";
-  if (!fs::exists(pre)) {
+  const auto step = ref_io::read_processor_step(dir, kPackStep);
+  if (!step) {
     spec.embodiment = std::max(0, groot_n15_embodiment_index(tag));
     notes.push_back("LeRobot groot: no policy_preprocessor.json: no statistics (fine-tuning takes the dataset's)");
     return;
   }
-  const std::string file = pre.string();
-  const ojson j = read_ordered_json(pre);
-  if (!j.contains("steps") || !j["steps"].is_array()) bad(file, "field 'steps' is missing or not a list", ErrorKind::kCorruption);
-  for (const auto& step : j["steps"]) {
-    if (!step.is_object() || get<std::string>(step, "registry_name", "", file) != kPackStep) continue;
-    const ojson cfg = step.contains("config") && step["config"].is_object() ? step["config"] : ojson::object();
-    const bool min_max = get<bool>(cfg, "normalize_min_max", true, file);
-    for (const auto& key : {spec.state_key, spec.action_key}) spec.modes[key] = min_max ? data::NormMode::kMinMax : data::NormMode::kIdentity;
-    // the step's own mapping (LeRobot: an unknown tag is embodiment 0)
-    int index = groot_n15_embodiment_index(tag);
-    if (cfg.contains("embodiment_mapping") && cfg["embodiment_mapping"].is_object())
-      index = get<int>(cfg["embodiment_mapping"], tag, -1, file + " " + kPackStep + ".embodiment_mapping");
-    if (index < 0) notes.push_back("LeRobot groot: embodiment_tag '" + tag + "' has no projector: embodiment 0, as LeRobot's pack step does");
-    spec.embodiment = std::max(0, index);
-    const std::string state_file = get<std::string>(step, "state_file", "", file);
-    if (state_file.empty()) return;
-    if (state_file.find('/') != std::string::npos || state_file.starts_with("."))
-      bad(file, "state_file '" + state_file + "' is not a file name in the directory");
-    auto stats = ref_io::read_stats_file(dir / state_file);
-    for (const auto& [key, dim] : {std::pair{spec.state_key, spec.state_dim}, std::pair{spec.action_key, spec.action_dim}}) {
-      auto it = stats.find(key);
-      if (it == stats.end()) bad((dir / state_file).string(), "no statistics for '" + key + "'", ErrorKind::kCorruption);
-      for (const char* need : {"min", "max"})
-        if (!it->second.count(need)) bad((dir / state_file).string(), "no '" + key + "." + need + "'", ErrorKind::kCorruption);
-      for (const auto& [stat, values] : it->second)
-        if (stat != "count" && int64_t(values.size()) != dim)  // count: one value, the frames it was computed over
-          bad((dir / state_file).string(), "statistic '" + key + "." + stat + "' has " + std::to_string(values.size()) + " values, the feature " +
-                                                std::to_string(dim), ErrorKind::kCorruption);
-      spec.stats[key] = it->second;
-    }
-    has_stats = true;
-    return;
-  }
-  bad(file, std::string("no ") + kPackStep + " step (LeRobot's groot preprocessor)", ErrorKind::kCorruption);
+  const ojson& cfg = step->config;
+  const bool min_max = get<bool>(cfg, "normalize_min_max", true, step->file);
+  for (const auto& key : {spec.state_key, spec.action_key}) spec.modes[key] = min_max ? data::NormMode::kMinMax : data::NormMode::kIdentity;
+  // the step's own mapping (LeRobot: an unknown tag is embodiment 0)
+  int index = groot_n15_embodiment_index(tag);
+  if (cfg.contains("embodiment_mapping") && cfg["embodiment_mapping"].is_object())
+    index = get<int>(cfg["embodiment_mapping"], tag, -1, step->file + " " + kPackStep + ".embodiment_mapping");
+  if (index < 0) notes.push_back("LeRobot groot: embodiment_tag '" + tag + "' has no projector: embodiment 0, as LeRobot's pack step does");
+  spec.embodiment = std::max(0, index);
+  if (step->state_file.empty()) return;
+  const auto stats = ref_io::read_stats_file(step->state_file);
+  for (const auto& [key, dim] : {std::pair{spec.state_key, spec.state_dim}, std::pair{spec.action_key, spec.action_dim}})
+    spec.stats[key] = ref_io::feature_stats(stats, key, dim, step->state_file.string(), {"min", "max"});
+  has_stats = true;
 }
 
 }  // namespace

@@ -182,52 +182,36 @@ void check_sizes(const PolicyShape& s, const Heads& heads, const fs::path& dir, 
 // The normalisation statistics of a LeRobot processor file, "<feature>.<stat>" -> values.
 void check_stats(FeatureSpec& spec, const std::string& file) {
   for (const auto& [key, dim] : {std::pair{spec.state_key, spec.state_dim}, std::pair{spec.action_key, spec.action_dim}}) {
-    auto it = spec.stats.find(key);
-    if (it == spec.stats.end()) bad(file, "no statistics for '" + key + "'");
+    const auto& stats = ref_io::feature_stats(spec.stats, key, dim, file);
     // the statistics its mode needs, finite (a NaN q01 made NaN actions)
     if (auto m = spec.modes.find(key); m != spec.modes.end()) {
       try {
-        data::FeatureNormalizer(m->second, it->second, key, spec.norm_options);
+        data::FeatureNormalizer(m->second, stats, key, spec.norm_options);
       } catch (const Error& e) {
         bad(file, e.what());
       }
     }
-    for (const auto& [stat, values] : it->second)
-      if (stat != "count" && int64_t(values.size()) != dim)  // count: one value, the frames it was computed over
-        bad(file, "statistic '" + key + "." + stat + "' has " + std::to_string(values.size()) + " values, the feature " + std::to_string(dim));
   }
 }
 
 // Statistics and eps from policy_preprocessor.json's normalizer_processor step.
 bool read_lerobot_stats(const fs::path& dir, FeatureSpec& spec) {
-  const fs::path pre = dir / "policy_preprocessor.json";
-  if (!fs::exists(pre)) return false;
-  auto j = read_ordered(pre);
-  const std::string file = pre.string();
-  if (!j.contains("steps") || !j["steps"].is_array()) bad(file, "field 'steps' is missing or not a list", ErrorKind::kCorruption);
-  for (size_t i = 0; i < j["steps"].size(); ++i) {
-    const auto& step = j["steps"][i];
-    if (!step.is_object()) bad(file, "steps[" + std::to_string(i) + "] is " + step.dump() + ", not a processor step (an object)", ErrorKind::kCorruption);
-    if (get<std::string>(step, "registry_name", "", file) != "normalizer_processor") continue;
-    const auto cfg = step.contains("config") && step["config"].is_object() ? step["config"] : ojson::object();
-    spec.norm_options.eps = get<double>(cfg, "eps", 1e-8, file);
-    spec.norm_options.rule = data::EpsilonRule::kZeroRangeOnly;  // LeRobot 0.4 and later
-    if (cfg.contains("norm_map")) {
-      const auto& nm = cfg["norm_map"];
-      for (const auto& [type, key] : {std::pair{"STATE", spec.state_key}, std::pair{"ACTION", spec.action_key}})
-        if (nm.contains(type)) spec.modes[key] = data::parse_norm_mode(get<std::string>(nm, type, "", file), file + ": norm_map." + type);
-    }
-    const std::string state_file = get<std::string>(step, "state_file", "", file);
-    if (state_file.empty()) bad(file, "the normalizer_processor step has no 'state_file'", ErrorKind::kCorruption);
-    if (state_file.find('/') != std::string::npos || state_file.starts_with("."))
-      bad(file, "state_file '" + state_file + "' is not a file name in the directory");
-    spec.stats = read_stats_file(dir / state_file);
-    for (auto it = spec.stats.begin(); it != spec.stats.end();)  // only state and action are normalised
-      it = (it->first == spec.state_key || it->first == spec.action_key) ? std::next(it) : spec.stats.erase(it);
-    check_stats(spec, (dir / state_file).string());
-    return true;
+  const auto step = ref_io::read_processor_step(dir, "normalizer_processor");
+  if (!step) return false;
+  const ojson& cfg = step->config;
+  spec.norm_options.eps = get<double>(cfg, "eps", 1e-8, step->file);
+  spec.norm_options.rule = data::EpsilonRule::kZeroRangeOnly;  // LeRobot 0.4 and later
+  if (cfg.contains("norm_map")) {
+    const auto& nm = cfg["norm_map"];
+    for (const auto& [type, key] : {std::pair{"STATE", spec.state_key}, std::pair{"ACTION", spec.action_key}})
+      if (nm.contains(type)) spec.modes[key] = data::parse_norm_mode(get<std::string>(nm, type, "", step->file), step->file + ": norm_map." + type);
   }
-  bad(file, "no normalizer_processor step", ErrorKind::kCorruption);
+  if (step->state_file.empty()) bad(step->file, "the normalizer_processor step has no 'state_file'", ErrorKind::kCorruption);
+  spec.stats = read_stats_file(step->state_file);
+  for (auto it = spec.stats.begin(); it != spec.stats.end();)  // only state and action are normalised
+    it = (it->first == spec.state_key || it->first == spec.action_key) ? std::next(it) : spec.stats.erase(it);
+  check_stats(spec, step->state_file.string());
+  return true;
 }
 
 FeatureSpec lerobot_features(const ojson& c, const std::string& file, PolicyShape& shape) {

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "ember/model/policy_type.h"
 #include "ember/model/weights.h"
 
 namespace ember::model::ref_io {
@@ -38,6 +39,39 @@ std::map<std::string, data::FeatureStats> read_stats_file(const std::filesystem:
     out[name.substr(0, dot)][name.substr(dot + 1)] = std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
   }
   return out;
+}
+
+std::optional<ProcessorStep> read_processor_step(const std::filesystem::path& dir, const std::string& registry_name) {
+  const std::filesystem::path pre = dir / "policy_preprocessor.json";
+  if (!std::filesystem::exists(pre)) return std::nullopt;
+  const std::string file = pre.string();
+  const ojson j = read_ordered_json(pre);
+  if (!j.is_object() || !j.contains("steps") || !j["steps"].is_array()) bad(file, "field 'steps' is missing or not a list", ErrorKind::kCorruption);
+  for (size_t i = 0; i < j["steps"].size(); ++i) {
+    const auto& step = j["steps"][i];
+    if (!step.is_object()) bad(file, "steps[" + std::to_string(i) + "] is " + step.dump() + ", not a processor step (an object)", ErrorKind::kCorruption);
+    if (get<std::string>(step, "registry_name", "", file) != registry_name) continue;
+    ProcessorStep out{file, step.contains("config") && step["config"].is_object() ? step["config"] : ojson::object(), {}};
+    const std::string state_file = get<std::string>(step, "state_file", "", file);
+    if (state_file.find('/') != std::string::npos || state_file.starts_with("."))
+      bad(file, "state_file '" + state_file + "' is not a file name in the directory");
+    if (!state_file.empty()) out.state_file = dir / state_file;
+    return out;
+  }
+  bad(file, "no " + registry_name + " step", ErrorKind::kCorruption);
+}
+
+const data::FeatureStats& feature_stats(const std::map<std::string, data::FeatureStats>& stats, const std::string& key, int64_t dim,
+                                        const std::string& file, std::initializer_list<const char*> need) {
+  auto it = stats.find(key);
+  if (it == stats.end()) bad(file, "no statistics for '" + key + "'", ErrorKind::kCorruption);
+  for (const char* n : need)
+    if (!it->second.count(n)) bad(file, "no '" + key + "." + n + "'", ErrorKind::kCorruption);
+  for (const auto& [stat, values] : it->second)
+    if (stat != "count" && int64_t(values.size()) != dim)  // count: one value, the frames it was computed over
+      bad(file, "statistic '" + key + "." + stat + "' has " + std::to_string(values.size()) + " values, the feature " + std::to_string(dim),
+          ErrorKind::kCorruption);
+  return it->second;
 }
 
 }  // namespace ember::model::ref_io

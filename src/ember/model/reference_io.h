@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -49,5 +50,23 @@ T required(const ojson& j, const std::string& key, const std::string& file) {
 // A LeRobot processor step's statistics file (safetensors, tensors named <feature>.<statistic>):
 // feature -> statistic -> values. Throws kCorruption naming the file and a tensor named otherwise.
 std::map<std::string, data::FeatureStats> read_stats_file(const std::filesystem::path& path);
+
+// A step of a LeRobot policy directory's policy_preprocessor.json, found by its registry name:
+// its config (an empty object where it has none) and the path of its statistics file (empty
+// where the step names none; a name that leaves the directory is refused). nullopt where the
+// directory has no policy_preprocessor.json; kCorruption naming the file where its steps are
+// malformed or none has the name.
+struct ProcessorStep {
+  std::string file;  // policy_preprocessor.json's path, for messages
+  ojson config;
+  std::filesystem::path state_file;
+};
+std::optional<ProcessorStep> read_processor_step(const std::filesystem::path& dir, const std::string& registry_name);
+
+// The statistics of one feature as a policy needs them: present, with `need` among them, every
+// one (count excepted: the frames it was computed over) of `dim` values; else kCorruption naming
+// `file` and the statistic.
+const data::FeatureStats& feature_stats(const std::map<std::string, data::FeatureStats>& stats, const std::string& key, int64_t dim,
+                                        const std::string& file, std::initializer_list<const char*> need = {});
 
 }  // namespace ember::model::ref_io
