@@ -5,6 +5,7 @@
 #include "stripes.h"
 #include "ember/core/error.h"
 #include "ember/data/dataset.h"
+#include "ember/io/resize.h"
 #include "ember/io/video/video_decoder.h"
 
 namespace ember::data {
@@ -107,6 +108,12 @@ TEST_P(DatasetTest, VideoFramesResize) {
   EXPECT_EQ(im.width, 192);
   EXPECT_EQ(im.height, 128);
   EXPECT_EQ(stripe_index(im), 7);
+  // decoded as stored, then resized as the processor resizes every other frame (io/resize.h)
+  Dataset stored(kData + "/" + GetParam(), DatasetOptions{});
+  Item whole = stored.get(7);
+  const io::Image& full = whole.images.at("observation.images.top").at(0);
+  ASSERT_NE(full.width, 192);
+  EXPECT_EQ(im.rgb, io::resize_bilinear(full, 192, 128).rgb);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DatasetTest, ::testing::Values("lerobot_v2_1", "lerobot_v3_0"));

@@ -8,6 +8,7 @@
 #include "ember/data/meta_writer.h"
 #include "ember/io/jpeg.h"
 #include "ember/io/parquet/reader.h"
+#include "ember/io/resize.h"
 #include "ember/io/video/video_decoder.h"
 
 namespace ember::data {
@@ -123,8 +124,10 @@ Dataset::Dataset(Metadata meta, DatasetOptions options) : meta_(std::move(meta))
                        "(FFmpeg not found at build time); image-feature datasets work without it");
     io::VideoCache::Options vo;
     vo.capacity = options_.video_decoders;
-    vo.decoder.width = options_.image_width;
-    vo.decoder.height = options_.image_height;
+    // decoded at the stored size; video_frames resizes them as every other frame is resized
+    if ((options_.image_width > 0) != (options_.image_height > 0))
+      fail(ErrorKind::kInvalidArgument, meta_.root + ": resizing video frames needs both width and height > 0 (or both 0), got " +
+                                            std::to_string(options_.image_width) + " x " + std::to_string(options_.image_height));
     videos_ = std::make_unique<io::VideoCache>(vo);
   }
   if (options_.decode_images && meta_.info.cameras().size() > 1) pool_ = std::make_unique<ThreadPool>(options_.threads);
@@ -256,7 +259,11 @@ std::vector<io::Image> Dataset::video_frames(const Episode& e, const std::string
                                 " frame " + at + ")");
   }
   std::vector<io::Image> out;
-  for (io::Frame& f : frames) out.push_back(io::Image{f.width, f.height, std::move(f.rgb)});
+  for (io::Frame& f : frames) {
+    io::Image im{f.width, f.height, std::move(f.rgb)};
+    if (options_.image_width > 0 && options_.image_height > 0) im = io::resize_bilinear(im, options_.image_width, options_.image_height);
+    out.push_back(std::move(im));
+  }
   return out;
 }
 

@@ -34,7 +34,11 @@ struct DatasetOptions {
   size_t episode_cache = 16;  // decoded episode tables kept in memory
   bool decode_images = true;  // decode camera frames (PNG images and videos)
   size_t video_decoders = 16; // idle video decoders kept open (LRU)
-  int image_width = 0, image_height = 0;  // resize video frames (libswscale); 0, 0: as stored
+  // resize video frames, decoded at their stored size, with io::resize_bilinear: the resize
+  // shards are packed with and the policy's processor applies to every other frame (PNG
+  // cameras, a served or simulated observation), so training and inference see one filter
+  // (libswscale's scaling in the decoder blurred more when shrinking); 0, 0: as stored
+  int image_width = 0, image_height = 0;
   size_t threads = 0;         // decode threads for the cameras of one item (0: one per core)
   // Read camera images one Parquet row group at a time (the frame's group, image columns only)
   // rather than with the episode's rows, keeping groups in memory up to image_cache_bytes:

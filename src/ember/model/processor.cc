@@ -181,7 +181,8 @@ data::DatasetOptions SampleBuilder::dataset_options() const {
   std::vector<double> offsets;
   for (int h = 0; h < shape_.horizon; ++h) offsets.push_back(h / spec_.fps);
   o.delta_timestamps[spec_.action_key] = offsets;
-  // video frames scaled by the decoder; LeRobot's image path decodes them at their stored size
+  // video frames resized by the dataset as image_tensor resizes every other frame (io/resize.h);
+  // LeRobot's image path decodes them at their stored size
   if (!spec_.lerobot_images) o.image_width = o.image_height = shape_.vision.image_size;
   o.threads = 1;  // the loader builds several samples at once instead
   return o;
