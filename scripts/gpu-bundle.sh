@@ -18,6 +18,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
   libsentencepiece-dev libsentencepiece0  # libsentencepiece0 bundles protobuf-lite: no libprotobuf-lite32
+  # the Hugging Face BPE tokenizers' regexes: pcre2.h, the libpcre2-8.so link and libpcre2-8.pc
+  # (the node's image has libpcre2-8.so.0; libpcre2-8-0 is carried too, for the link's target)
+  libpcre2-dev libpcre2-8-0
   # sim layer: MuJoCo and its four libraries; the glvnd loaders ember dlopens for EGL rendering
   # (the NVIDIA driver's EGL vendor library comes with the node's driver)
   libmujoco-dev libmujoco2.2.2 libccd2 liblodepng0 libqhull-r8.0 libtinyxml2-9
@@ -32,7 +35,7 @@ packages=(
   libcurl4-openssl-dev libcurl4 libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0 libbrotli1
   libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1 libcom-err2 libsasl2-2 libsasl2-modules-db
   libdb5.3 libidn2-0 libunistring2 libgnutls30 libhogweed6 libnettle8 libgmp10 libp11-kit0 libtasn1-6 libffi8
-  nginx libpcre2-8-0 libcrypt1  # tests and bench/shards_bench.sh only: shards served on loopback
+  nginx libcrypt1  # tests and bench/shards_bench.sh only: shards served on loopback (nginx needs libpcre2-8-0, above)
 )
 mkdir -p "$out" /tmp/ember-apt-amd64/partial
 # amd64 lists of their own, so this also works from a machine of another architecture

@@ -31,6 +31,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
   libsentencepiece-dev
+  libpcre2-dev  # the Hugging Face BPE tokenizers' pre-tokenizer regexes (model/bpe_tokenizer.cc)
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libmujoco-dev libosmesa6-dev libegl-dev  # sim layer: MuJoCo 2.2.2, OSMesa (CPU) / EGL (GPU) rendering
   python3 python3-venv

@@ -3,12 +3,15 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <unordered_map>
 #include <utility>
 
 #include "ember/core/error.h"
 #include "ember/core/file.h"
+#include "ember/model/bpe_tokenizer.h"
 
 namespace ember::model {
 namespace {
@@ -68,17 +71,30 @@ spm::util::Status run_trainer(std::span<const std::string> texts,
 
 Tokenizer::Tokenizer(std::unique_ptr<spm::SentencePieceProcessor> sp, std::string name)
     : sp_(std::move(sp)), name_(std::move(name)) {}
+Tokenizer::Tokenizer(std::unique_ptr<BpeTokenizer> bpe, std::string name)
+    : bpe_(std::move(bpe)), name_(std::move(name)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const bool dir = fs::is_directory(p);
+  if (dir && !fs::exists(p / "tokenizer.json") && !fs::exists(p / "vocab.json") && fs::exists(p / "tokenizer.model"))
+    return load((p / "tokenizer.model").string());
+  if (dir || p.extension() == ".json")
+    return Tokenizer(std::make_unique<BpeTokenizer>(BpeTokenizer::load(path)), path);
   std::vector<uint8_t> bytes = read_file(path);  // throws kNotFound / kIO naming the path
   return from_bytes(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                     path);
 }
 
 Tokenizer Tokenizer::from_bytes(std::string_view model_proto, std::string name) {
+  size_t first = 0;
+  while (first < model_proto.size() && std::isspace(static_cast<unsigned char>(model_proto[first]))) ++first;
+  if (first < model_proto.size() && model_proto[first] == '{')
+    return Tokenizer(std::make_unique<BpeTokenizer>(BpeTokenizer::from_json(model_proto, name)), name);
   auto sp = std::make_unique<spm::SentencePieceProcessor>();
   spm::util::Status status = sp->LoadFromSerializedProto(model_proto);
   if (!status.ok()) {
@@ -87,7 +103,9 @@ Tokenizer Tokenizer::from_bytes(std::string_view model_proto, std::string name) 
   return Tokenizer(std::move(sp), std::move(name));
 }
 
-std::string Tokenizer::serialized() const { return sp_->serialized_model_proto(); }
+std::string Tokenizer::serialized() const { return bpe_ ? bpe_->to_json() : sp_->serialized_model_proto(); }
+
+std::string Tokenizer::file_name() const { return bpe_ ? "tokenizer.json" : "tokenizer.model"; }
 
 void Tokenizer::save(const std::string& path) const {
   std::string bytes = serialized();
@@ -97,6 +115,7 @@ void Tokenizer::save(const std::string& path) const {
 }
 
 std::vector<int> Tokenizer::encode(std::string_view text) const {
+  if (bpe_) return bpe_->encode(text);
   std::vector<int> ids;
   spm::util::Status status = sp_->Encode(text, &ids);
   if (!status.ok()) {
@@ -106,6 +125,7 @@ std::vector<int> Tokenizer::encode(std::string_view text) const {
 }
 
 std::string Tokenizer::decode(std::span<const int> ids) const {
+  if (bpe_) return bpe_->decode(ids, /*skip_special=*/true);
   // SentencePiece aborts the process on an out-of-range id, so check first
   const int n = vocab_size();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -124,11 +144,18 @@ std::string Tokenizer::decode(std::span<const int> ids) const {
   return text;
 }
 
-int Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
-int Tokenizer::bos_id() const { return sp_->bos_id(); }
-int Tokenizer::eos_id() const { return sp_->eos_id(); }
-int Tokenizer::pad_id() const { return sp_->pad_id(); }
-int Tokenizer::unk_id() const { return sp_->unk_id(); }
+int Tokenizer::vocab_size() const { return bpe_ ? bpe_->vocab_size() : sp_->GetPieceSize(); }
+int Tokenizer::bos_id() const { return bpe_ ? bpe_->bos_id() : sp_->bos_id(); }
+int Tokenizer::eos_id() const { return bpe_ ? bpe_->eos_id() : sp_->eos_id(); }
+int Tokenizer::pad_id() const { return bpe_ ? bpe_->pad_id() : sp_->pad_id(); }
+int Tokenizer::unk_id() const { return bpe_ ? bpe_->unk_id() : sp_->unk_id(); }
+
+std::string find_tokenizer_file(const std::string& dir) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"tokenizer.model", "tokenizer.json"})
+    if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  return "";
+}
 
 Tokenizer train_tokenizer(std::span<const std::string> texts,
                           const TokenizerTrainOptions& options) {

@@ -1,6 +1,8 @@
-// A SentencePiece tokenizer: loads a `.model` file (a real Gemma / PaliGemma tokenizer works
-// unchanged) or trains a small one from a dataset's task strings, for the VLA policies'
-// language prefix. Wraps Debian's libsentencepiece.
+// The VLA policies' tokenizer for the language prefix: a SentencePiece model (a `.model` file:
+// a real Gemma / PaliGemma tokenizer works unchanged; or a small one trained from a dataset's
+// task strings), wrapping Debian's libsentencepiece, or a Hugging Face byte-level BPE tokenizer
+// (tokenizer.json, or vocab.json + merges.txt: GPT-2, Qwen2, Qwen3 as in GR00T-N1.5's Eagle 2.5;
+// bpe_tokenizer.h).
 #pragma once
 
 #include <memory>
@@ -14,6 +16,8 @@ class SentencePieceProcessor;
 }
 
 namespace ember::model {
+
+class BpeTokenizer;
 
 // How train_tokenizer builds a vocabulary. The special ids follow Gemma's layout
 // (pad 0, eos 1, bos 2, unk 3), so a trained tokenizer and the PaliGemma one agree on them.
@@ -31,14 +35,19 @@ struct TokenizerTrainOptions {
   int num_threads = 1;
 };
 
-// A loaded SentencePiece model. Immutable after construction: const methods are safe to call
-// from several threads at once. Movable, not copyable.
+// A loaded tokenizer, SentencePiece or byte-level BPE. Immutable after construction: const
+// methods are safe to call from several threads at once. Movable, not copyable.
 class Tokenizer {
  public:
-  // Reads a serialized SentencePiece ModelProto (a `.model` file). Throws Error kNotFound
-  // naming the path if it is missing, kCorruption naming it if its bytes are not a model.
+  // Reads a tokenizer: a `.json` file is a Hugging Face tokenizer.json (byte-level BPE); a
+  // directory holds tokenizer.json, else vocab.json + merges.txt (BPE, BpeTokenizer::load),
+  // else tokenizer.model; any other file is a serialized SentencePiece ModelProto (`.model`).
+  // Throws Error kNotFound naming the path if it is missing, kCorruption naming it (and the
+  // field, for JSON) if its bytes do not follow the format, kUnsupported for a tokenizer.json
+  // of a kind not read (BpeTokenizer::load).
   static Tokenizer load(const std::string& path);
-  // Parses a serialized ModelProto already in memory; `name` is used in messages.
+  // Parses what serialized() gives: tokenizer.json text (its first non-space byte is '{'),
+  // else a serialized ModelProto; `name` is used in messages.
   static Tokenizer from_bytes(std::string_view model_proto, std::string name = "<memory>");
 
   Tokenizer(Tokenizer&&) noexcept;
@@ -46,16 +55,20 @@ class Tokenizer {
   ~Tokenizer();
 
   // Writes the model atomically ("<path>.tmp-<pid>" renamed over path); throws Error kIO
-  // naming the path if the system refuses.
+  // naming the path if the system refuses. A checkpoint names the file file_name().
   void save(const std::string& path) const;
-  // The serialized ModelProto (the bytes save() writes).
+  // The bytes save() writes: the serialized ModelProto, or for BPE a self-contained
+  // tokenizer.json text (BpeTokenizer::to_json) that loads back to the same tokenizer.
   std::string serialized() const;
+  // "tokenizer.json" for BPE, "tokenizer.model" for SentencePiece.
+  std::string file_name() const;
+  bool is_bpe() const { return bpe_ != nullptr; }
 
-  // Token ids for text, without bos/eos. Never fails for valid UTF-8 on a byte-fallback model;
-  // throws Error kInvalidArgument if SentencePiece rejects the input.
+  // Token ids for text, without bos/eos. Never fails for valid UTF-8 on a byte-fallback model
+  // or a byte-level BPE; throws Error kInvalidArgument if the input is rejected (not UTF-8).
   std::vector<int> encode(std::string_view text) const;
-  // Text for ids; special ids (bos/eos/pad) decode to nothing. Throws Error kInvalidArgument
-  // for an id outside [0, vocab_size()).
+  // Text for ids; special ids (bos/eos/pad; for BPE, every added token marked special)
+  // decode to nothing. Throws Error kInvalidArgument for an id outside [0, vocab_size()).
   std::string decode(std::span<const int> ids) const;
 
   int vocab_size() const;
@@ -68,9 +81,16 @@ class Tokenizer {
 
  private:
   Tokenizer(std::unique_ptr<sentencepiece::SentencePieceProcessor> sp, std::string name);
+  Tokenizer(std::unique_ptr<BpeTokenizer> bpe, std::string name);
+  // exactly one of them is set
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::unique_ptr<BpeTokenizer> bpe_;
   std::string name_;
 };
+
+// The tokenizer file of a checkpoint directory: DIR/tokenizer.model, else DIR/tokenizer.json,
+// else "" (neither exists).
+std::string find_tokenizer_file(const std::string& dir);
 
 // Trains a tokenizer on texts (e.g. a dataset's task strings). Deterministic for the same
 // texts and options. Throws Error kInvalidArgument when texts is empty, or when the trainer

@@ -38,7 +38,7 @@ void write_policy_files(const fs::path& dir, const PolicyBundle& b) {
   b.module->annotate(policy_json);  // how it was built (informational)
   write_text(dir / "policy.json", policy_json.dump(2) + "\n");
   write_text(dir / "features.json", b.spec.to_json().dump(2) + "\n");
-  b.tokenizer->save((dir / "tokenizer.model").string());
+  b.tokenizer->save((dir / b.tokenizer->file_name()).string());
   if (b.lerobot_config.is_object()) write_text(dir / "lerobot_config.json", b.lerobot_config.dump(4) + "\n");
   if (!b.lerobot_unused.empty()) {
     model::NamedTensors kept(b.lerobot_unused.begin(), b.lerobot_unused.end());
@@ -48,14 +48,16 @@ void write_policy_files(const fs::path& dir, const PolicyBundle& b) {
 
 namespace {
 
-// The tokenizer of a policy directory: `path` when given, else DIR/tokenizer.model.
+// The tokenizer of a policy directory: `path` when given, else DIR/tokenizer.model, else
+// DIR/tokenizer.json.
 std::unique_ptr<model::Tokenizer> find_tokenizer(const fs::path& dir, const std::optional<std::string>& path, bool lerobot,
                                                  int vocab) {
   std::unique_ptr<model::Tokenizer> t;
+  const std::string file = model::find_tokenizer_file(dir.string());
   if (path) {
     t = std::make_unique<model::Tokenizer>(model::Tokenizer::load(*path));
-  } else if (fs::exists(dir / "tokenizer.model")) {
-    t = std::make_unique<model::Tokenizer>(model::Tokenizer::load((dir / "tokenizer.model").string()));
+  } else if (!file.empty()) {
+    t = std::make_unique<model::Tokenizer>(model::Tokenizer::load(file));
   } else if (lerobot) {
     throw Error(ErrorKind::kInvalidArgument,
                 dir.string() + ": a LeRobot policy directory holds no tokenizer: pass --policy.tokenizer_path=FILE, the SentencePiece "
@@ -64,7 +66,7 @@ std::unique_ptr<model::Tokenizer> find_tokenizer(const fs::path& dir, const std:
     throw Error(ErrorKind::kNotFound, (dir / "tokenizer.model").string() + ": no such file (not a checkpoint?)");
   }
   if (t->vocab_size() > vocab)
-    throw Error(ErrorKind::kInvalidArgument, (path ? *path : (dir / "tokenizer.model").string()) + ": the tokenizer has " +
+    throw Error(ErrorKind::kInvalidArgument, (path ? *path : file) + ": the tokenizer has " +
                                                  std::to_string(t->vocab_size()) + " pieces, the policy's embedding " + std::to_string(vocab));
   return t;
 }
@@ -97,7 +99,7 @@ PolicyBundle import_lerobot_bundle(const fs::path& dir, const std::optional<std:
   b.module->eval();
   b.lerobot_config = std::move(imported.config);
   b.lerobot_unused = std::move(imported.kept);
-  if (need_tokenizer || tokenizer_path || fs::exists(dir / "tokenizer.model"))
+  if (need_tokenizer || tokenizer_path || !model::find_tokenizer_file(dir.string()).empty())
     b.tokenizer = find_tokenizer(dir, tokenizer_path, true, b.shape.vocab);
   if (!imported.has_stats) b.spec.stats.clear();
   return b;

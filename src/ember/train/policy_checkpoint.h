@@ -2,7 +2,8 @@
 //   model.safetensors   parameters (float32), named as the policy names them
 //   policy.json         the shapes (preset and every size)
 //   features.json       cameras, state/action keys and dims, normalisation modes and statistics
-//   tokenizer.model     the SentencePiece model the prompts were tokenised with
+//   tokenizer.model     the SentencePiece model the prompts were tokenised with, or
+//   tokenizer.json      the Hugging Face byte-level BPE tokenizer (model/bpe_tokenizer.h)
 // and, for a policy that came from a reference directory (its type's import, model/policy_type.h),
 // what an export writes back:
 //   lerobot_config.json         its config.json
@@ -45,8 +46,8 @@ void write_policy_files(const std::filesystem::path& dir, const PolicyBundle& bu
 // Loads a checkpoint directory, an output directory (its latest checkpoint), or a registered
 // type's reference directory (a LeRobot / openpi pi0.5 policy, imported). The policy is on `device`,
 // in eval mode. The tokenizer: `tokenizer_path` when given, else the directory's
-// tokenizer.model; a LeRobot directory has none, and then this throws kInvalidArgument saying
-// --policy.tokenizer_path is needed. Throws Error kNotFound naming what is missing,
+// tokenizer.model, else its tokenizer.json; a LeRobot directory has none, and then this throws
+// kInvalidArgument saying --policy.tokenizer_path is needed. Throws Error kNotFound naming what is missing,
 // kCorruption / kInvalidArgument naming the file at fault.
 PolicyBundle load_policy(const std::filesystem::path& path, const at::Device& device,
                          const std::optional<std::string>& tokenizer_path = std::nullopt);

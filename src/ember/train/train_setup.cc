@@ -29,7 +29,10 @@ std::shared_ptr<const model::PolicyArch> make_arch(const TrainConfig& c, int voc
 
 model::Tokenizer make_tokenizer(const TrainConfig& c, const data::Metadata& meta,
                                 const std::optional<std::filesystem::path>& resume_dir, int max_vocab) {
-  if (resume_dir) return model::Tokenizer::load((*resume_dir / "tokenizer.model").string());
+  if (resume_dir) {  // the checkpoint's tokenizer.model or tokenizer.json (neither: kNotFound naming tokenizer.model)
+    const std::string file = model::find_tokenizer_file(resume_dir->string());
+    return model::Tokenizer::load(file.empty() ? (*resume_dir / "tokenizer.model").string() : file);
+  }
   if (c.policy.tokenizer_path) return model::Tokenizer::load(*c.policy.tokenizer_path);
   model::TokenizerTrainOptions o;
   o.vocab_size = c.policy.preset == "tiny" ? 512 : 2048;

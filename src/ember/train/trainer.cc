@@ -138,13 +138,14 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
   if (config.policy.path && !resume) {
     const fs::path dir = *config.policy.path;
     const auto* type = model::foreign_policy_type(dir);
-    const bool own = type && type->trains_own_tokenizer && !config.policy.tokenizer_path && !fs::exists(dir / "tokenizer.model");
+    const bool own = type && type->trains_own_tokenizer && !config.policy.tokenizer_path &&
+                     model::find_tokenizer_file(dir.string()).empty();
     if (type && type->name != config.policy.type)
       throw Error(ErrorKind::kInvalidArgument, "--policy.path=" + dir.string() + ": a " + type->name + " policy directory; pass --policy.type=" +
                                                    type->name + " (its defaults are the ones that fine-tune it)");
     imported = import_lerobot_bundle(dir, config.policy.tokenizer_path, /*need_tokenizer=*/!own, /*print_notes=*/false);
     if (own)
-      imported->import_notes.push_back("ember train: " + dir.string() + " has no SentencePiece tokenizer: one is trained on the dataset's "
+      imported->import_notes.push_back("ember train: " + dir.string() + " has no tokenizer (tokenizer.model or tokenizer.json): one is trained on the dataset's "
                                        "tasks (at most " + std::to_string(std::min(2048, imported->shape.vocab)) + " pieces)");
   }
   auto tokenizer = imported && imported->tokenizer
