@@ -248,6 +248,26 @@ TEST(Normalize, ZeroRangeUsesEpsilon) {
   EXPECT_EQ(x[0], 3.0f);
 }
 
+TEST(Normalize, GrootRuleMapsAZeroRangeToZero) {
+  // Isaac-GR00T's min-max Normalizer and LeRobot's groot pack step: max == min gives 0, and the
+  // inverse gives min back; other dims and other modes as LeRobot 0.4
+  FeatureStats s{{"min", {3, 0}}, {"max", {3, 10}}, {"q01", {3, 0}}, {"q99", {3, 10}}};
+  const NormalizeOptions groot{.eps = 1e-8, .rule = EpsilonRule::kZeroRangeToZero};
+  std::vector<float> x = {4, 10};
+  FeatureNormalizer n(NormMode::kMinMax, s, "a", groot);
+  n.normalize(x);
+  EXPECT_EQ(x[0], 0.0f);
+  EXPECT_EQ(x[1], 1.0f);
+  x = {0.5f, 0.0f};
+  n.unnormalize(x);
+  EXPECT_EQ(x[0], 3.0f);
+  EXPECT_EQ(x[1], 5.0f);
+  x = {3, 10};
+  FeatureNormalizer(NormMode::kQuantiles, s, "a", groot).normalize(x);
+  EXPECT_EQ(x[0], -1.0f);  // not MIN_MAX: LeRobot 0.4's eps
+  EXPECT_EQ(x[1], 1.0f);
+}
+
 TEST(Normalize, LegacyRuleAddsEpsilonToTheRange) {
   FeatureStats s{{"min", {0}}, {"max", {10}}};
   std::vector<float> x = {10};
@@ -262,7 +282,7 @@ TEST(Normalize, LegacyRuleAddsEpsilonToTheRange) {
 TEST(Normalize, RoundTripEveryMode) {
   const FeatureStats s = norm_stats();
   for (NormMode m : {NormMode::kIdentity, NormMode::kMeanStd, NormMode::kMinMax, NormMode::kQuantiles, NormMode::kQuantile10}) {
-    for (EpsilonRule r : {EpsilonRule::kZeroRangeOnly, EpsilonRule::kAddToRange}) {
+    for (EpsilonRule r : {EpsilonRule::kZeroRangeOnly, EpsilonRule::kAddToRange, EpsilonRule::kZeroRangeToZero}) {
       FeatureNormalizer n(m, s, "k", {.eps = 1e-8, .rule = r});
       std::vector<float> x, orig;
       for (int i = 0; i < 64; ++i) x.push_back(std::sin(0.37f * float(i)) * 5);

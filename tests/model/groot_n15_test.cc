@@ -311,6 +311,12 @@ TEST(GrootN15, TheGrootTypeImportsIt) {
   EXPECT_EQ(type->export_format, "groot_n15");
   auto imported = type->import_dir(kFixture);
   EXPECT_EQ(imported.spec.modes.at("action"), data::NormMode::kMinMax);
+  // Isaac-GR00T's min-max: a constant feature is 0, not LeRobot 0.4's -1; kept through features.json
+  EXPECT_EQ(imported.spec.norm_options.rule, data::EpsilonRule::kZeroRangeToZero);
+  EXPECT_EQ(FeatureSpec::from_json(imported.spec.to_json(), "features.json").norm_options.rule, data::EpsilonRule::kZeroRangeToZero);
+  auto odd = imported.spec.to_json();
+  odd["norm_eps_rule"] = "sometimes";
+  EXPECT_THROW(FeatureSpec::from_json(odd, "features.json"), Error);
   EXPECT_FALSE(imported.spec.state_in_prompt);
   EXPECT_TRUE(imported.spec.loss_on_padded_steps);
   FeatureSpec narrower = imported.spec;
@@ -462,6 +468,7 @@ TEST(GrootN15, LeRobotGrootPolicyDirectoriesAreRead) {
   EXPECT_EQ(im.spec.stats.at("observation.state").at("min"), (std::vector<double>{-1, -2, -3, -4, -5}));
   EXPECT_EQ(im.spec.stats.at("action").at("max"), (std::vector<double>{0.5, 1, 1.5, 2, 2.5, 3}));
   EXPECT_EQ(im.spec.modes.at("observation.state"), data::NormMode::kMinMax);
+  EXPECT_EQ(im.spec.norm_options.rule, data::EpsilonRule::kZeroRangeToZero);  // the pack step's: max == min gives 0
   EXPECT_FALSE(im.spec.state_in_prompt);
   EXPECT_EQ(im.arch->fit_features(im.spec, "lerobot", false), nullptr);
   // the same model as the Isaac-GR00T directory it was made from, weight for weight

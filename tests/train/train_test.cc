@@ -236,6 +236,7 @@ TEST(Train, GrootDefaultsAreN15sAndItsFeaturesKeepThem) {
   EXPECT_TRUE(spec.loss_on_padded_steps);
   EXPECT_EQ(spec.modes.at("action"), data::NormMode::kMinMax);
   EXPECT_EQ(spec.modes.at("observation.state"), data::NormMode::kMinMax);
+  EXPECT_EQ(spec.norm_options.rule, data::EpsilonRule::kZeroRangeToZero);  // Isaac-GR00T's: a constant feature is 0
   auto tokenizer = model::Tokenizer::load((latest->dir / "tokenizer.model").string());
   auto arch = model::policy_type("groot").from_json(read_json_file((latest->dir / "policy.json").string()), "policy.json");
   model::SampleBuilder builder(spec, arch->base(), tokenizer);

@@ -83,6 +83,10 @@ void FeatureNormalizer::normalize(std::span<float> x, int64_t inner) const {
       v = (v - lo) / (hi - lo + eps_) * 2.0f - 1.0f;
     } else {
       float r = hi - lo;
+      if (r == 0 && mode_ == NormMode::kMinMax && rule_ == EpsilonRule::kZeroRangeToZero) {
+        v = 0.0f;
+        continue;
+      }
       if (r == 0) r = eps_;
       v = 2.0f * (v - lo) / r - 1.0f;
     }
@@ -104,6 +108,10 @@ void FeatureNormalizer::unnormalize(std::span<float> x, int64_t inner) const {
       v = (v + 1.0f) / 2.0f * (hi - lo) + lo;
     } else {
       float r = hi - lo;
+      if (r == 0 && mode_ == NormMode::kMinMax && rule_ == EpsilonRule::kZeroRangeToZero) {
+        v = lo;
+        continue;
+      }
       if (r == 0) r = eps_;
       // LeRobot's two inverse forms (MIN_MAX vs the quantile modes) differ in rounding only
       v = mode_ == NormMode::kMinMax ? (v + 1.0f) / 2.0f * r + lo : (v + 1.0f) * r / 2.0f + lo;

@@ -9,7 +9,10 @@
 // LeRobot 0.4 replaces a range r of exactly 0 by eps (so a constant feature maps to -1) and
 // leaves other ranges alone. LeRobot up to 0.3 (lerobot/policies/normalize.py) instead added
 // eps to every range: EpsilonRule::kAddToRange, for checkpoints trained that way; the inverse
-// then uses the plain range, as that code did. eps is 1e-8 in both.
+// then uses the plain range, as that code did. eps is 1e-8 in both. GR00T-N1.5 (Isaac-GR00T's
+// min-max Normalizer, LeRobot's groot pack step) maps a MIN_MAX feature whose max equals its min
+// to 0 and back to its min: EpsilonRule::kZeroRangeToZero (the other modes keep LeRobot 0.4's
+// rule under it).
 //
 // Arithmetic is float32 in LeRobot's order of operations, the statistics cast to float32 first
 // (LeRobot moves them to float32 tensors), so results match LeRobot's bit for bit in the
@@ -42,6 +45,7 @@ std::array<const char*, 2> norm_mode_stats(NormMode mode);
 enum class EpsilonRule {
   kZeroRangeOnly,  // LeRobot 0.4: eps replaces a zero range (MEAN_STD: std + eps always)
   kAddToRange,     // LeRobot <= 0.3: eps added to every range and std
+  kZeroRangeToZero,  // GR00T-N1.5: MIN_MAX with max == min gives 0, and back min (else kZeroRangeOnly)
 };
 
 struct NormalizeOptions {

@@ -123,6 +123,7 @@ LeRobotGrootImport import_lerobot_groot(const fs::path& dir) {
                    " (input_features / output_features); the heads read 1.." + std::to_string(heads.at(0).state_dim) + " and 1.." +
                    std::to_string(out.n15.shape.base.max_action_dim));
   for (const auto& key : {spec.state_key, spec.action_key}) spec.modes[key] = data::NormMode::kMinMax;
+  spec.norm_options.rule = data::EpsilonRule::kZeroRangeToZero;  // the pack step: max == min gives 0
   spec.state_in_prompt = false;
   spec.loss_on_padded_steps = true;
   read_pack_step(dir, spec, out.has_stats, get<std::string>(c, "embodiment_tag", "new_embodiment", cfile), out.n15.notes);

@@ -162,6 +162,7 @@ ImportedPolicy import_n15(const std::filesystem::path& dir) {
   out.spec.state_dim = in.shape.embodiments.at(0).state_dim;
   out.spec.action_dim = in.shape.base.max_action_dim;
   for (const auto& key : {out.spec.state_key, out.spec.action_key}) out.spec.modes[key] = data::NormMode::kMinMax;
+  out.spec.norm_options.rule = data::EpsilonRule::kZeroRangeToZero;  // Isaac-GR00T's min-max: a constant feature is 0
   out.spec.state_in_prompt = false;
   out.spec.loss_on_padded_steps = true;
   out.notes = std::move(in.notes);
@@ -220,6 +221,7 @@ PolicyType groot_policy_type() {
   };
   t.export_format = "groot_n15";
   t.trains_own_tokenizer = true;
+  t.norm_rule = data::EpsilonRule::kZeroRangeToZero;
   t.fine_tunes_on_dataset_cameras = true;
   return t;
 }

@@ -99,6 +99,9 @@ struct PolicyType : PolicyTypeInfo {
   // the directory names (GR00T-N1.5 reads any views; Isaac-GR00T fine-tunes on the dataset's
   // video keys); false: the directory's cameras, which --rename_map fills (pi0.5's slots).
   bool fine_tunes_on_dataset_cameras = false;
+  // How a fresh run's normalisation treats a statistic's zero range (data/normalize.h): GR00T-N1.5
+  // maps a constant MIN_MAX feature to 0, LeRobot 0.4 to -1.
+  data::EpsilonRule norm_rule = data::EpsilonRule::kZeroRangeOnly;
 };
 
 // Every registered type, in the catalog's order.

@@ -137,6 +137,7 @@ nlohmann::json FeatureSpec::to_json() const {
   // written only when they differ from ember's own rules, so older files read the same
   if (norm_options.eps != data::NormalizeOptions{}.eps) j["norm_eps"] = norm_options.eps;
   if (norm_options.rule == data::EpsilonRule::kAddToRange) j["norm_eps_rule"] = "add_to_range";
+  if (norm_options.rule == data::EpsilonRule::kZeroRangeToZero) j["norm_eps_rule"] = "zero_range_to_zero";
   if (lerobot_state_bins) j["lerobot_state_bins"] = true;
   if (loss_on_padded_steps) j["loss_on_padded_steps"] = true;
   if (lerobot_images) j["lerobot_images"] = true;
@@ -160,7 +161,11 @@ FeatureSpec FeatureSpec::from_json(const nlohmann::json& j, const std::string& w
       if (!st.empty()) s.stats[key] = st;
     }
     s.norm_options.eps = j.value("norm_eps", s.norm_options.eps);
-    if (j.value("norm_eps_rule", std::string()) == "add_to_range") s.norm_options.rule = data::EpsilonRule::kAddToRange;
+    const std::string rule = j.value("norm_eps_rule", std::string());
+    if (rule == "add_to_range") s.norm_options.rule = data::EpsilonRule::kAddToRange;
+    else if (rule == "zero_range_to_zero") s.norm_options.rule = data::EpsilonRule::kZeroRangeToZero;
+    else if (!rule.empty())
+      throw Error(ErrorKind::kCorruption, what + ": norm_eps_rule '" + rule + "' is not add_to_range or zero_range_to_zero");
     s.lerobot_state_bins = j.value("lerobot_state_bins", false);
     s.loss_on_padded_steps = j.value("loss_on_padded_steps", false);
     s.lerobot_images = j.value("lerobot_images", false);

@@ -167,6 +167,7 @@ RunPolicy resolve_policy(const TrainConfig& config, const data::Metadata& meta, 
     like = model::FeatureSpec::from_json(read_json_file((*resume / "features.json").string()), (*resume / "features.json").string());
   model::FeatureSpec spec = like ? model::feature_spec_like(meta, shape, *like, rename_map_of(config))
                                  : model::feature_spec(meta, shape, feature_rules(config));
+  if (!like) spec.norm_options.rule = model::policy_type(config.policy.type).norm_rule;  // GR00T-N1.5: a constant MIN_MAX feature is 0
   if (!resume || !fs::exists(*resume / "features.json"))  // a resumed run keeps its own
     spec.embodiment = config.policy.embodiment.value_or(imported ? imported->spec.embodiment : 0);
   if (auto fitted = arch->fit_features(spec, config.dataset.root, resume.has_value())) arch = fitted;
