@@ -155,6 +155,22 @@ TEST(Tokenizer, ReadsBpeFilesAndRoundTripsThem) {
   EXPECT_FALSE(Tokenizer::from_bytes(sp.serialized()).is_bpe());
 }
 
+// tokenizer_config.json's bos_token starts prompts (Tokenizer::bos_id, model/prompt.cc) only with
+// add_bos_token true, as HF adds it: the SmolLM-era Eagle config names <|im_start|> with false
+TEST(BpeTokenizer, BosTokenOnlyWhereTheConfigAddsIt) {
+  TempDir dir("bpe_bos");
+  for (const char* f : {"vocab.json", "merges.txt"}) fs::copy_file(kFixture / "slow" / f, fs::path(dir.path()) / f);
+  auto config = json::parse(std::ifstream(kFixture / "slow" / "tokenizer_config.json"));
+  config["bos_token"] = "<|im_start|>";
+  for (json add : {json(), json(false), json(true)}) {
+    if (add.is_null()) config.erase("add_bos_token");
+    else config["add_bos_token"] = add;
+    std::ofstream(dir.path() + "/tokenizer_config.json") << config.dump();
+    const auto t = BpeTokenizer::load(dir.path());
+    EXPECT_EQ(t.bos_id(), add == json(true) ? t.encode("<|im_start|>").at(0) : -1) << add.dump();
+  }
+}
+
 TEST(Tokenizer, FindsACheckpointsTokenizerFile) {
   TempDir dir("bpe_tokenizer");
   EXPECT_EQ(find_tokenizer_file(dir.path()), "");

@@ -494,6 +494,10 @@ void finish(BpeTokenizer::Impl& m, const Fields& roles_file, const std::string& 
 void read_roles(BpeTokenizer::Impl& m, const Fields& f, const json& config, const std::string& prefix) {
   f.object(config, prefix.empty() ? "(top level)" : prefix.substr(0, prefix.size() - 1));
   for (size_t r = 0; r < kRoles.size(); ++r) m.roles[r] = role_token(f, config, kRoles[r], prefix);
+  // tokenizer_config.json: the bos token starts prompts only where add_bos_token says so (HF's
+  // GPT-2 / Qwen2 tokenizers add none by default; the SmolLM-era Eagle config names
+  // <|im_start|> as bos_token with add_bos_token false)
+  if (prefix.empty() && !f.flag(config, "add_bos_token", "add_bos_token", false)) m.roles[0].clear();
 }
 
 // tokenizer.json's contents; `config` (tokenizer_config.json, or null) gives the roles, else

@@ -66,7 +66,7 @@ class BpeTokenizer {
 
   // One past the largest id of the vocabulary and the added tokens.
   int vocab_size() const;
-  int bos_id() const;  // -1 when the files name none
+  int bos_id() const;  // -1 when the files name none, or tokenizer_config.json's add_bos_token is not true
   int eos_id() const;  // -1 when the files name none
   int pad_id() const;  // -1 when the files name none
   int unk_id() const;  // -1 when the files name none
