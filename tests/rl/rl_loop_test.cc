@@ -459,5 +459,30 @@ TEST(RlLoop, SyncResumeContinuesTheRunUnderPpo) {
   expect_resume_continues("ppo", dir.path());
 }
 
+// Flow-Noise: the std head is trained, checkpointed (noise_head.safetensors, its moments in
+// optimizer.safetensors) and resumed with the policy; its entropy and std are logged.
+TEST(RlLoop, SyncResumeContinuesTheRunUnderFlowNoise) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_resume_sync_flow_noise");
+  expect_resume_continues("grpo", dir.path(), "flow_noise");
+  const auto lines = metrics(dir.path() + "/whole");
+  ASSERT_FALSE(lines.empty());
+  for (const char* key : {"entropy", "noise_std"}) EXPECT_TRUE(lines.back().contains(key)) << key;
+  EXPECT_GE(lines.back()["noise_std"].get<double>(), 0.08);
+  EXPECT_LE(lines.back()["noise_std"].get<double>(), 0.16);
+}
+
+// A type without the action expert's hidden states in its sampling hooks (GR00T's DiT) is
+// refused for flow_noise naming the flag, before anything runs.
+TEST(RlLoop, FlowNoiseNeedsTheExpertsHiddenStates) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_flow_noise_groot");
+  auto c = tiny_run(dir.path());
+  c.policy.type = "groot";
+  c.noise_method = "flow_noise";
+  auto msg = test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument);
+  EXPECT_NE(msg.find("--rl.noise_method=flow_noise"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace ember::rl

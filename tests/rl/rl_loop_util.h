@@ -97,8 +97,8 @@ inline double largest_difference(const std::string& a_dir, const std::string& b_
 
 // A run stopped after step 1 and resumed continues as the uninterrupted one bit for bit: the
 // same steps, terms and env steps, the same figures of steps 2 and 3 (==, not near) and the
-// same final weights and optimizer state (PPO: the value head's too).
-inline void expect_resume_matches(const RlResult& whole, const RlResult& rest, bool ppo) {
+// same final weights and optimizer state (PPO: the value head's too; flow_noise: its std head's).
+inline void expect_resume_matches(const RlResult& whole, const RlResult& rest, bool ppo, bool flow_noise = false) {
   ASSERT_EQ(whole.iterations.size(), 3u);
   ASSERT_EQ(rest.iterations.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -114,11 +114,13 @@ inline void expect_resume_matches(const RlResult& whole, const RlResult& rest, b
     EXPECT_EQ(x.kl, y.kl) << "kl, step " << a.step;
     EXPECT_EQ(x.clip_frac, y.clip_frac) << "clip_frac, step " << a.step;
     EXPECT_EQ(x.value_loss, y.value_loss) << "value_loss, step " << a.step;
+    EXPECT_EQ(x.entropy, y.entropy) << "entropy, step " << a.step;
   }
   // a learning run: the figures compared are of updates that moved the policy
   EXPECT_GT(whole.iterations[2].learner.kl, 0);
   std::vector<std::string> files{"model.safetensors", "optimizer.safetensors"};
   if (ppo) files.push_back("value_head.safetensors");
+  if (flow_noise) files.push_back("noise_head.safetensors");
   for (const auto& f : files) EXPECT_EQ(largest_difference(whole.last_checkpoint, rest.last_checkpoint, f), 0) << f;
 }
 
@@ -127,13 +129,14 @@ inline void expect_resume_matches(const RlResult& whole, const RlResult& rest, b
 // batch of views as tiles of one buffer, a view's pixels differed in their last bits with its
 // tile, and which tile an episode's env got followed the workers' timing (sim/render.cc; 6 of
 // 100 runs before, 0 of 80 after, both algorithms).
-inline void expect_resume_continues(const std::string& algo, const std::string& dir) {
+inline void expect_resume_continues(const std::string& algo, const std::string& dir, const std::string& noise_method = "") {
   auto c = exact_tiny_run(dir + "/whole");
   c.algo = algo;
+  if (!noise_method.empty()) c.noise_method = noise_method;
   c.groups_per_step = 2;
   c.max_episode_steps = 16;
   auto [whole, rest] = run_with_resume(c, dir, [](const RlConfig& r) { return run_rl(r); });
-  expect_resume_matches(whole, rest, algo == "ppo");
+  expect_resume_matches(whole, rest, algo == "ppo", noise_method == "flow_noise");
 }
 
 }  // namespace ember::rl

@@ -362,7 +362,7 @@ TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
 
 // Groups of stored chains sampled from the policy, with the given returns.
 std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns,
-                          int64_t state_dim = 0) {
+                          int64_t state_dim = 0, NoiseHeadImpl* head = nullptr) {
   std::vector<Group> out;
   int salt = 0;
   for (const auto& rs : returns) {
@@ -373,7 +373,7 @@ std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& nois
       t.ret = r;
       t.success = r > 0.5;
       auto s = samples(policy.base_shape(), 2, ++salt, state_dim);
-      Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77));
+      Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77), head);
       for (int j = 0; j < 2; ++j)
         t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], c.noisy_step.defined() ? c.noisy_step[j].item<int64_t>() : -1, 0});
       g.members.push_back(std::move(t));
@@ -498,15 +498,17 @@ TEST(Learner, KlEveryChangesOnlyTheMeasurement) {
 // where the type reads them): every ratio is 1 and the policy is the reference, the better
 // chains gain likelihood and the worse lose it; a second step on the same (now off-policy)
 // chains sees a KL > 0.
-void expect_on_policy_step_raises_better_chains(const train::PolicyBundle& b, const FlowNoise& noise, int64_t state_dim) {
-  const std::string what = b.module->type() + (noise.method == NoiseMethod::kSde ? ", sde" : ", every_step");
+// head: flow_noise's std head (the learner trains a copy of it)
+void expect_on_policy_step_raises_better_chains(const train::PolicyBundle& b, const FlowNoise& noise, int64_t state_dim,
+                                                NoiseHead head = nullptr) {
+  const std::string what = b.module->type() + (noise.method == NoiseMethod::kSde ? ", sde" : noise.method == NoiseMethod::kLearned ? ", flow_noise" : ", every_step");
   const auto& shape = b.shape;
-  auto gs = groups(*b.module, noise, {{1, 0}}, state_dim);
+  auto gs = groups(*b.module, noise, {{1, 0}}, state_dim, head ? head.get() : nullptr);
   at::Device cpu(at::kCPU);
   LearnerOptions o;
   o.noise = noise;
   o.lr = 1e-3;
-  Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
+  Learner learner(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o, nullptr, nullptr, head ? clone_noise_head(*head, cpu) : nullptr);
   learner.accumulate(gs[0]);
   auto s = learner.step();
   EXPECT_EQ(s.clip_frac, 0) << what;   // on-policy: every ratio is 1
@@ -518,17 +520,104 @@ void expect_on_policy_step_raises_better_chains(const train::PolicyBundle& b, co
     auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
     at::Tensor steps;
     if (noise.method == NoiseMethod::kSde) steps = at::tensor(std::vector<int64_t>{t.chunks[0].noisy_step, t.chunks[1].noisy_step}, at::kLong);
-    return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise).sum().item<double>();
+    return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise, nullptr, learner.noise_head() ? learner.noise_head().get() : nullptr)
+        .sum()
+        .item<double>();
   };
   auto old = [](const Trajectory& t) { return (t.chunks[0].log_prob.sum() + t.chunks[1].log_prob.sum()).item<double>(); };
   EXPECT_GT(logp(gs[0].members[0]), old(gs[0].members[0])) << what;  // advantage +1
   EXPECT_LT(logp(gs[0].members[1]), old(gs[0].members[1])) << what;  // advantage -1
+  if (head) {  // the step moved the head too (the surrogate's gradient through the std)
+    auto before = head->parameters(), after = learner.noise_head()->parameters();
+    double moved = 0;
+    for (size_t i = 0; i < before.size(); ++i) moved += (after[i] - before[i]).abs().sum().item<double>();
+    EXPECT_GT(moved, 0) << what;
+    EXPECT_GT(s.entropy, 0.5 * std::log(2 * M_PI * M_E) + std::log(0.08) - 1e-6) << what;
+    EXPECT_LT(s.entropy, 0.5 * std::log(2 * M_PI * M_E) + std::log(0.16) + 1e-6) << what;
+    EXPECT_GT(s.noise_std, 0.08 - 1e-6) << what;
+    EXPECT_LT(s.noise_std, 0.16 + 1e-6) << what;
+  }
   learner.accumulate(gs[0]);
   EXPECT_GT(learner.step().kl, 0) << what;
 }
 
 TEST(Learner, OnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   expect_on_policy_step_raises_better_chains(bundle_of(tiny_shape(), 5), FlowNoise{0.2, 7}, 0);
+}
+
+TEST(Learner, FlowNoiseStepRaisesTheLikelihoodOfBetterChainsAndTrainsTheHead) {
+  auto b = bundle_of(tiny_shape(), 5);
+  b.module->eval();
+  at::manual_seed(8);
+  NoiseHead head(b.module->expert_width(), 7, 0.08, 0.16);
+  expect_on_policy_step_raises_better_chains(b, FlowNoise{0, 7, NoiseMethod::kLearned}, 0, head);
+}
+
+// log N(y; mu, sigma^2) entry by entry in double precision over the first rows rows and d dims,
+// sigma per entry [H, >= d]
+double direct_log_prob_entries(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& sigma, int64_t d, int64_t rows) {
+  auto yy = y.to(at::kDouble).contiguous(), mm = mu.to(at::kDouble).contiguous(), ss = sigma.to(at::kDouble).contiguous();
+  double sum = 0;
+  for (int64_t h = 0; h < rows; ++h)
+    for (int64_t a = 0; a < d; ++a) {
+      const double s = ss[h][a].item<double>(), z = (yy[h][a].item<double>() - mm[h][a].item<double>()) / s;
+      sum += -0.5 * z * z - std::log(s) - 0.5 * std::log(2 * M_PI);
+    }
+  return sum;
+}
+
+// Flow-Noise: every step's transition is the Gaussian around the ODE step with the head's std
+// (read off the action expert's hidden state), bounded; the log-probability is the steps' mean,
+// over the executed rows; recomputed by the learner as sampled; the entropy is the std's.
+TEST(FlowNoise, LearnedStdIsTheHeadsAndTheLogProbTheStepsMean) {
+  at::manual_seed(12);
+  auto shape = tiny_shape();
+  model::Pi05Policy policy(shape);
+  policy->eval();
+  NoiseHead head(policy->expert_width(), 7, 0.08, 0.16);
+  auto s = samples(shape, 3);
+  auto in = inputs(shape, s);
+  FlowNoise noise{0, 7, NoiseMethod::kLearned, 2};  // the log-density over the first 2 of 4 rows
+  Chain chain = sample_chain(*policy, in, noise, seeds(3), head.get());
+  ASSERT_EQ(chain.log_prob.sizes(), (at::IntArrayRef{3, 1}));
+  EXPECT_THROW(sample_chain(*policy, in, noise, seeds(3)), Error);  // no head
+  const int K = shape.flow_steps;
+  {
+    at::NoGradGuard no_grad;
+    auto masked = in;
+    masked.plan = in.plan.with_mask();
+    auto prefix = policy->encode_prefix(masked);
+    std::vector<double> sum(3, 0.0);
+    double z_sq = 0;
+    int64_t z_n = 0;
+    for (int i = 0; i < K; ++i) {
+      const double t = 1.0 - double(i) / K;
+      auto xi = chain.x.select(1, i);
+      at::Tensor hidden;
+      auto v = policy->prefix_velocity_hidden(masked, *prefix, xi, at::full({3}, t), hidden);
+      // the velocity is the policy's own (the prefix recomputed: the uncached path)
+      EXPECT_TRUE(at::allclose(v, policy->velocity(in, xi, at::full({3}, t)), 1e-4, 1e-4));
+      auto sigma = head->forward(hidden);
+      ASSERT_EQ(sigma.sizes(), (at::IntArrayRef{3, 4, 7}));
+      EXPECT_GE(sigma.min().item<double>(), 0.08 - 1e-7);
+      EXPECT_LE(sigma.max().item<double>(), 0.16 + 1e-7);
+      auto mu = xi - v / K;
+      for (int j = 0; j < 3; ++j) sum[size_t(j)] += direct_log_prob_entries(chain.x[j][i + 1], mu[j], sigma[j], 7, 2) / K;
+      auto z = (chain.x.select(1, i + 1) - mu).narrow(-1, 0, 7) / sigma;
+      z_sq += z.square().sum().item<double>(), z_n += z.numel();
+    }
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(chain.log_prob[j][0].item<double>(), sum[size_t(j)], 1e-3 * std::abs(sum[size_t(j)]) + 1e-3) << j;
+    EXPECT_NEAR(std::sqrt(z_sq / double(z_n)), 1.0, 0.25);  // the noise is there, at the head's std
+  }
+  // the learner's recomputation, with its gradient reaching the head, and the entropy
+  at::Tensor entropy;
+  auto again = chain_log_prob(*policy, in, chain.x, {}, noise, nullptr, head.get(), &entropy);
+  EXPECT_TRUE(at::allclose(again, chain.log_prob, 1e-4, 1e-3)) << again - chain.log_prob;
+  ASSERT_EQ(entropy.sizes(), (at::IntArrayRef{3}));
+  EXPECT_GT(entropy.min().item<double>(), 0.5 * std::log(2 * M_PI * M_E) + std::log(0.08) - 1e-6);
+  EXPECT_LT(entropy.max().item<double>(), 0.5 * std::log(2 * M_PI * M_E) + std::log(0.16) + 1e-6);
+  (again.sum() + entropy.sum()).backward();
+  EXPECT_GT(head->fc1->weight.grad().abs().sum().item<double>(), 0);
 }
 
 // A tiny policy of a registered type, in eval mode, on states and actions of 7 dims (padded to
@@ -755,6 +844,10 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.noise_method", [](RlConfig& x) { x.noise_method = "ode"; }},
            {"--rl.noise_level", [](RlConfig& x) { x.noise_level = 0; }},
            {"--rl.noise_std", [](RlConfig& x) { x.noise_std = std::nan(""); }},
+           {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_min_std = 0.2, x.noise_max_std = 0.1; }},
+           {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_min_std = 0; }},
+           {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_max_std = std::nan(""); }},
+           {"--rl.entropy_bonus", [](RlConfig& x) { x.entropy_bonus = -0.1; }},
            {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},

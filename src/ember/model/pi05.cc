@@ -139,12 +139,13 @@ Pi05PolicyImpl::Streams Pi05PolicyImpl::joint_layer(int64_t l, const AttentionPl
 }
 
 at::Tensor Pi05PolicyImpl::velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t,
-                                    const at::Tensor& t, const PrefixCache* cache, PrefixCache* fill) {
+                                    const at::Tensor& t, const PrefixCache* cache, PrefixCache* fill, at::Tensor* hidden) {
   const int64_t we = shape.expert.width;
   auto temb = time_embedding(t, we).to(x_t.device());
   auto cond = at::silu(time_out->forward(at::silu(time_in->forward(temb))));  // [n, De]
   auto xs = action_in->forward(x_t);                                         // [n, H, De]
   auto out = run_layers(in, prefix, xs, cond, cache, fill);
+  if (hidden) *hidden = out;
   return action_out->forward(out);  // [n, H, A]
 }
 
@@ -213,6 +214,14 @@ at::Tensor Pi05PolicyImpl::prefix_velocity(const PolicyInputs& in, const PrefixS
   if (copies * in.samples != x_t.size(0)) throw Error(ErrorKind::kInternal, "pi05 prefix_velocity: rows not a multiple of the samples");
   if (copies == 1) return velocity_cached(in, as_cache(prefix), x_t, t);
   return velocity_cached(with_suffix_copies(in, copies), as_cache(prefix), x_t, t);
+}
+
+at::Tensor Pi05PolicyImpl::prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                                  const at::Tensor& t, at::Tensor& hidden) {
+  const int64_t copies = x_t.size(0) / std::max<int64_t>(in.samples, 1);
+  if (copies * in.samples != x_t.size(0)) throw Error(ErrorKind::kInternal, "pi05 prefix_velocity_hidden: rows not a multiple of the samples");
+  if (copies == 1) return velocity_cached(in, as_cache(prefix), x_t, t, &hidden);
+  return velocity_cached(with_suffix_copies(in, copies), as_cache(prefix), x_t, t, &hidden);
 }
 
 at::Tensor Pi05PolicyImpl::prefix_features(const PolicyInputs& in, const PrefixState& prefix) {

@@ -80,6 +80,9 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
   at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                              const at::Tensor& t) override;
+  at::Tensor prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                    const at::Tensor& t, at::Tensor& hidden) override;
+  int64_t expert_width() const override { return shape.expert.width; }
   at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) override;
   int64_t prefix_feature_dim() const override { return int64_t(shape.lm.kv_heads) * shape.lm.head_dim; }
   bool is_prefix_parameter(const std::string& name) const override;
@@ -93,8 +96,10 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // on (the learner trains through the prefix), and not otherwise.
   PrefixCache prefix_cache(const PolicyInputs& in);
   // Velocity [n, H, A] of noisy actions x_t [n, H, A] at times t [n] over a prefix_cache(in).
-  at::Tensor velocity_cached(const PolicyInputs& in, const PrefixCache& cache, const at::Tensor& x_t, const at::Tensor& t) {
-    return velocity(in, at::Tensor(), x_t, t, &cache, nullptr);
+  // hidden: when given, set to the expert's last hidden states [n, H, De] (prefix_velocity_hidden)
+  at::Tensor velocity_cached(const PolicyInputs& in, const PrefixCache& cache, const at::Tensor& x_t, const at::Tensor& t,
+                             at::Tensor* hidden = nullptr) {
+    return velocity(in, at::Tensor(), x_t, t, &cache, nullptr, hidden);
   }
 
   // Prefix embeddings [Tp, Dlm] (image tokens projected, text embedded and scaled by sqrt(Dlm)).
@@ -127,9 +132,10 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // suffix stream xs [n, H, De] under condition cond [n, De].
   Streams joint_layer(int64_t l, const AttentionPlan& plan, const Rope& rope_p, const Rope& rope_s, at::Tensor xp,
                       at::Tensor xs, const at::Tensor& cond, const PrefixCache* cache, PrefixCache* fill);
-  // velocity [n, H, A] for noisy actions x_t [n, H, A] at times t [n]
+  // velocity [n, H, A] for noisy actions x_t [n, H, A] at times t [n]; hidden: when given, the
+  // expert's output [n, H, De] before action_out
   at::Tensor velocity(const PolicyInputs& in, const at::Tensor& prefix, const at::Tensor& x_t, const at::Tensor& t,
-                      const PrefixCache* cache, PrefixCache* fill);
+                      const PrefixCache* cache, PrefixCache* fill, at::Tensor* hidden = nullptr);
 };
 TORCH_MODULE(Pi05Policy);
 

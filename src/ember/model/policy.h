@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/core/error.h"
 #include "ember/model/flops.h"
 #include "ember/model/policy_inputs.h"
 #include "ember/model/policy_shape.h"
@@ -64,6 +65,15 @@ class PolicyModuleImpl : public torch::nn::Module {
   // callers never read them.
   virtual at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                                      const at::Tensor& t) = 0;
+  // prefix_velocity's velocity, and in `hidden` the action expert's last hidden states
+  // [m*n, H, expert_width()] (after its final norm, before the output projection), which RL's
+  // learned exploration noise reads (rl/noise_head.h). A type without them: kUnsupported.
+  virtual at::Tensor prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                            const at::Tensor& t, at::Tensor& hidden) {
+    (void)in, (void)prefix, (void)x_t, (void)t, (void)hidden;
+    throw Error(ErrorKind::kUnsupported, type() + " policies do not expose their action expert's hidden states (--rl.noise_method flow_noise reads them; use sde or every_step)");
+  }
+  virtual int64_t expert_width() const { return 0; }
   // [n, prefix_feature_dim()] float32, no gradient: each sample's prefix pooled (RL's critic reads it).
   virtual at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) = 0;
   virtual int64_t prefix_feature_dim() const = 0;

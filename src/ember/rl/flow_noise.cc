@@ -6,13 +6,15 @@
 #include <cmath>
 
 #include "ember/core/error.h"
+#include "ember/rl/noise_head.h"
 
 namespace ember::rl {
 
 NoiseMethod parse_noise_method(const std::string& name, const std::string& flag) {
   if (name == "every_step") return NoiseMethod::kEveryStep;
   if (name == "sde") return NoiseMethod::kSde;
-  throw Error(ErrorKind::kInvalidArgument, flag + ": expected sde or every_step, got '" + name + "'");
+  if (name == "flow_noise") return NoiseMethod::kLearned;
+  throw Error(ErrorKind::kInvalidArgument, flag + ": expected sde, flow_noise or every_step, got '" + name + "'");
 }
 
 double sde_sigma(int s, int K, double a) {
@@ -26,7 +28,7 @@ namespace {
 double step_time(int i, int steps) { return 1.0 - double(i) / steps; }
 
 void check(const FlowNoise& noise, const model::PolicyShape& shape) {
-  if (!(noise.sigma > 0)) throw Error(ErrorKind::kInvalidArgument, "--rl.noise_std: must be > 0");
+  if (noise.method != NoiseMethod::kLearned && !(noise.sigma > 0)) throw Error(ErrorKind::kInvalidArgument, "--rl.noise_std: must be > 0");
   if (noise.action_dim < 1 || noise.action_dim > shape.max_action_dim)
     throw Error(ErrorKind::kInvalidArgument, "flow noise: action_dim " + std::to_string(noise.action_dim) + " outside 1.." +
                                                  std::to_string(shape.max_action_dim));
@@ -55,7 +57,8 @@ at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at
   const int64_t h = rows > 0 ? std::min(rows, y.size(-2)) : y.size(-2);
   auto diff = (y.narrow(-1, 0, action_dim) - mu.narrow(-1, 0, action_dim)).narrow(-2, 0, h);
   if (std.dim() > 0 && y.dim() != 3) throw Error(ErrorKind::kInternal, "gaussian_log_prob: a per-sample std needs [n, H, A]");
-  at::Tensor s = std.dim() == 0 ? std : std.view({-1, 1, 1});
+  // a number; one per sample; or one per entry of the real dims
+  at::Tensor s = std.dim() == 0 ? std : std.dim() == 3 ? std.narrow(-1, 0, action_dim).narrow(-2, 0, h) : std.view({-1, 1, 1});
   auto z = diff / s;
   auto log_s = at::log(s.to(at::kDouble)).to(diff.scalar_type());
   return (-0.5 * z.square() - log_s - 0.5 * std::log(2 * M_PI)).sum({-2, -1});
@@ -88,8 +91,10 @@ ChainDraws draw_chain(const model::PolicyShape& shape, const FlowNoise& noise, c
 }
 
 std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x0,
-                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise) {
+                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise, NoiseHeadImpl* head) {
   const auto& shape = policy.base_shape();
+  const bool learned = noise.method == NoiseMethod::kLearned;
+  if (learned && !head) throw Error(ErrorKind::kInternal, "integrate_chain: flow_noise without its head");
   const int K = shape.flow_steps;
   const bool sde = noise.method == NoiseMethod::kSde;
   const int64_t n = in.samples, d = noise.action_dim;
@@ -101,7 +106,8 @@ std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const m
   at::Tensor x = x0;
   for (int i = 0; i < K; ++i) {
     auto t = at::full({n}, step_time(i, K), x.options());
-    auto v = policy.prefix_velocity(in, *prefix, x, t).to(at::kFloat);
+    at::Tensor hidden;
+    auto v = (learned ? policy.prefix_velocity_hidden(in, *prefix, x, t, hidden) : policy.prefix_velocity(in, *prefix, x, t)).to(at::kFloat);
     auto ode = x - dt * v;
     at::Tensor real;
     if (sde) {
@@ -113,6 +119,10 @@ std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const m
       real = at::where(here, noisy, ode.narrow(-1, 0, d));
       auto lp = gaussian_log_prob(real, mean, std, d, noise.rows);
       lp_sde = at::where(here.view({-1}), lp, lp_sde);
+    } else if (learned) {
+      auto sigma = head->forward(hidden);  // [n, H, d]
+      real = ode.narrow(-1, 0, d) + sigma * eps[i];
+      lps.push_back(gaussian_log_prob(real, ode, sigma, d, noise.rows));
     } else {
       real = ode.narrow(-1, 0, d) + noise.sigma * eps[i];
       lps.push_back(gaussian_log_prob(real, ode, at::scalar_tensor(noise.sigma, x.options()), d, noise.rows));
@@ -120,11 +130,12 @@ std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const m
     x = with_padding(real, x0, step_time(i + 1, K));
     xs.push_back(x);
   }
-  return {at::stack(xs, 1), sde ? lp_sde.unsqueeze(1) : at::stack(lps, 1), features};
+  auto log_prob = sde ? lp_sde.unsqueeze(1) : learned ? at::stack(lps, 1).mean(1, /*keepdim=*/true) : at::stack(lps, 1);
+  return {at::stack(xs, 1), log_prob, features};
 }
 
 Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const FlowNoise& noise,
-                   const std::vector<uint64_t>& seeds) {
+                   const std::vector<uint64_t>& seeds, NoiseHeadImpl* head) {
   if (int64_t(seeds.size()) != inputs.samples)
     throw Error(ErrorKind::kInternal, "sample_chain: " + std::to_string(seeds.size()) + " seeds for " + std::to_string(inputs.samples) + " samples");
   auto draws = draw_chain(policy.base_shape(), noise, seeds);
@@ -133,12 +144,13 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
   in.plan = inputs.plan.with_mask();  // once, not at every step
   const auto device = in.prefix_gather.device();
   auto out = integrate_chain(policy, in, draws.x0.to(device), draws.eps.to(device),
-                             draws.noisy_step.defined() ? draws.noisy_step.to(device) : at::Tensor(), noise);
+                             draws.noisy_step.defined() ? draws.noisy_step.to(device) : at::Tensor(), noise, head);
   return {out[0].cpu(), out[1].cpu(), draws.noisy_step, out[2]};
 }
 
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
-                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features) {
+                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features, NoiseHeadImpl* head,
+                          at::Tensor* entropy) {
   const auto& shape = policy.base_shape();
   check(noise, shape);
   const int K = shape.flow_steps;
@@ -170,9 +182,21 @@ at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyIn
   auto states = x.narrow(1, 0, K).transpose(0, 1).reshape({K * n, H, A});
   std::vector<at::Tensor> times;
   for (int i = 0; i < K; ++i) times.push_back(at::full({n}, step_time(i, K), x.options()));
+  auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
+  if (noise.method == NoiseMethod::kLearned) {
+    if (!head) throw Error(ErrorKind::kInternal, "chain_log_prob: flow_noise without its head");
+    at::Tensor hidden;
+    auto v = policy.prefix_velocity_hidden(in, *prefix, states, at::cat(times), hidden).to(at::kFloat);
+    auto sigma = head->forward(hidden);  // [K * n, H, d]
+    if (entropy) {
+      const int64_t h = noise.rows > 0 ? std::min(noise.rows, H) : H;
+      auto log_sigma = at::log(sigma.narrow(-2, 0, h)).view({K, n, -1});
+      *entropy = 0.5 * std::log(2 * M_PI * M_E) + log_sigma.mean(at::IntArrayRef{0, 2});  // [n]
+    }
+    return gaussian_log_prob(next, states - dt * v, sigma, d, noise.rows).view({K, n}).mean(0).unsqueeze(1);  // [n, 1]
+  }
   auto v = policy.prefix_velocity(in, *prefix, states, at::cat(times)).to(at::kFloat);
   auto mu = states - dt * v;
-  auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
   return gaussian_log_prob(next, mu, at::scalar_tensor(noise.sigma, x.options()), d, noise.rows).view({K, n}).t();  // [n, K]
 }
 

@@ -21,6 +21,13 @@
 //   policy's own action distribution (the SDE keeps the flow's marginals), where a fixed std on
 //   every step moves the chunk off it.
 //
+// kLearned (πRL's Flow-Noise, their ManiSkill setting): every step is a Gaussian transition
+// around the ODE step whose std, per row and real dim, a learned head reads off the action
+// expert's last hidden state (noise_head.h; bounded, e.g. [0.08, 0.16]):
+//     mu_i = x_i - dt * v(x_i, t_i),  sigma_i = head(hidden(x_i, t_i)),  x_{i+1} = mu_i + sigma_i * eps_i
+//   log p = the mean over the K steps of their log-densities: one term per chunk (πRL's joint
+//   log-probability over the steps); the ratio's gradient reaches the head through sigma_i.
+//
 // Either way the padded dims (>= action_dim) follow the path the policy was trained on
 // (x_{i+1} = t_{i+1} * x_0: its targets are zero there), policy-independent, and the
 // log-density covers only the real dims of the chunk's first `rows` rows (the rows the
@@ -37,12 +44,14 @@
 
 namespace ember::rl {
 
-enum class NoiseMethod { kEveryStep, kSde };
-// "every_step" | "sde"; anything else a user error naming flag
+enum class NoiseMethod { kEveryStep, kSde, kLearned };
+// "every_step" | "sde" | "flow_noise"; anything else a user error naming flag
 NoiseMethod parse_noise_method(const std::string& name, const std::string& flag);
 
+class NoiseHeadImpl;
+
 struct FlowNoise {
-  double sigma = 0.1;      // kEveryStep: each step's std; kSde: the noise level a (> 0)
+  double sigma = 0.1;      // kEveryStep: each step's std; kSde: the noise level a (> 0); kLearned: unused
   int64_t action_dim = 7;  // the real action dims (<= shape.max_action_dim)
   NoiseMethod method = NoiseMethod::kEveryStep;
   int64_t rows = 0;        // the log-density over the chunk's first `rows` rows (0: all H)
@@ -50,19 +59,20 @@ struct FlowNoise {
 
 struct Chain {
   at::Tensor x;           // [n, K+1, H, A] float32: x_0 .. x_K
-  at::Tensor log_prob;    // [n, T] float32: the terms' log p under the sampling policy (T: K, or 1 for kSde)
+  at::Tensor log_prob;    // [n, T] float32: the terms' log p under the sampling policy (T: K, or 1 for kSde and kLearned)
   at::Tensor noisy_step;  // kSde: [n] int64, each sample's noisy step s (host); kEveryStep: undefined
   at::Tensor features;    // [n, F] float32 (on the device): the prefix's pooled features (PolicyModuleImpl::prefix_features)
 };
 
 // Samples the chain for a batch, the prefix computed once. seeds[j] (n of them) seeds sample j's
 // noise (x_0, kSde's step s and every eps, drawn on the CPU), so a sample's chain does not depend
-// on which batch it was in. No gradients. draw_chain, then integrate_chain.
+// on which batch it was in. No gradients. draw_chain, then integrate_chain. head: kLearned's
+// std head (required for it, ignored otherwise).
 Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const FlowNoise& noise,
-                   const std::vector<uint64_t>& seeds);
+                   const std::vector<uint64_t>& seeds, NoiseHeadImpl* head = nullptr);
 
 // sample_chain's draws, on the host: x0 [n, H, A], eps [T, n, H, action_dim] (T: K, or 1 for
-// kSde), noisy_step [n] int64 (kSde; else undefined).
+// kSde; K for kLearned), noisy_step [n] int64 (kSde; else undefined).
 struct ChainDraws {
   at::Tensor x0, eps, noisy_step;
 };
@@ -72,17 +82,22 @@ ChainDraws draw_chain(const model::PolicyShape& shape, const FlowNoise& noise, c
 // log_prob [n, T], features [n, F]}, all on the device. No host copy or synchronisation (a
 // CUDA graph can hold it, rollout_server.cc); the caller disables gradients.
 std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x0,
-                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise);
+                                        const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise,
+                                        NoiseHeadImpl* head = nullptr);
 
 // log p [n, T] of stored chains x [n, K+1, H, A] (kSde: with their noisy steps [n] int64) under
 // the policy's current weights, the prefix computed once; differentiable when grad mode is on.
 // features: when given, set to the prefix's pooled features [n, F] (on the policy's device,
-// no gradient; value_head.h).
+// no gradient; value_head.h). head: kLearned's std head (its gradient flows through the log p);
+// entropy: when given (kLearned), set to each chain's mean Gaussian entropy per step, row and
+// real dim, 0.5 log(2 pi e) + log sigma, over the rows the log p covers [n] (differentiable).
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x,
-                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features = nullptr);
+                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features = nullptr,
+                          NoiseHeadImpl* head = nullptr, at::Tensor* entropy = nullptr);
 
 // log N(y; mu, std^2) summed over the real dims (the first action_dim columns) of the first rows
-// rows (0: all): [.., H, A] -> [..]. std: a number, or a tensor of the leading dims' shape.
+// rows (0: all): [.., H, A] -> [..]. std: a number, a tensor of the leading dims' shape, or one
+// per entry [n, H, action_dim].
 at::Tensor gaussian_log_prob(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& std, int64_t action_dim, int64_t rows);
 
 // kSde's step s: sigma_s (before sqrt(dt)) for K steps and noise level a

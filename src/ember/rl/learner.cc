@@ -20,16 +20,25 @@ std::vector<double> sum_over_ranks(dist::Collectives* ranks, std::vector<double>
 }
 
 Learner::Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_ptr<model::PolicyModuleImpl> reference, at::Device device, LearnerOptions options, ValueHead value,
-                 std::shared_ptr<dist::Collectives> ranks)
-    : ranks_(std::move(ranks)), reference_(std::move(reference)), value_(std::move(value)), device_(device), options_(options) {
+                 std::shared_ptr<dist::Collectives> ranks, NoiseHead noise_head)
+    : ranks_(std::move(ranks)), reference_(std::move(reference)), value_(std::move(value)), noise_head_(std::move(noise_head)), device_(device),
+      options_(options) {
   if (options_.ppo && !value_) throw Error(ErrorKind::kInternal, "Learner: PPO needs a value head");
+  if (options_.noise.method == NoiseMethod::kLearned) {
+    if (!noise_head_) throw Error(ErrorKind::kInternal, "Learner: flow_noise needs its head");
+    noise_head_->train();
+    for (const auto& p : noise_head_->named_parameters()) noise_params_.emplace_back("noise_head." + p.key(), p.value());
+    reference_noise_head_ = clone_noise_head(*noise_head_, device_);
+    for (auto& p : reference_noise_head_->parameters()) p.set_requires_grad(false);
+  }
   // bf16 autocast on CUDA, as the rollout samples
   const bool autocast = device_.is_cuda();
   policy->eval();  // gradients flow in eval mode; dropout (groot's DiT) would corrupt the ratios
   if (!options_.train_prefix)
     for (const auto& p : policy->named_parameters())
       if (policy->is_prefix_parameter(p.key())) p.value().set_requires_grad(false);
-  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = options_.weight_decay, .betas = options_.betas, .eps = options_.eps});
+  state_ = train::optimizer_state(policy, "", train::OptimizerConfig{.weight_decay = options_.weight_decay, .betas = options_.betas, .eps = options_.eps},
+                                  0, nullptr, noise_params_);
   // ranks: the loss divisor is 1 (the count is not known until the step ends; finish() scales)
   step_ = std::make_unique<train::TrainStep>(state_, device_, options_.grad_clip_norm, autocast, ranks_, 1.0);
   step_->begin();
@@ -132,20 +141,28 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   auto& policy = *state_.module;
   // the KL is a measurement (no term of the loss): on every kl_every-th micro-batch only
   const bool measure_kl = micro_batches_++ % options_.kl_every == 0;
-  at::Tensor features;
+  at::Tensor features, entropy, sigma_mean;
   Surrogate s;
   int64_t terms = 0;
+  NoiseHeadImpl* head = noise_head_ ? noise_head_.get() : nullptr;
   step_->add([&] {
     at::Tensor ref;
     if (measure_kl) {
       at::NoGradGuard no_grad;
-      ref = chain_log_prob(*reference_, in, x, noisy_step, options_.noise);
+      ref = chain_log_prob(*reference_, in, x, noisy_step, options_.noise, nullptr, reference_noise_head_ ? reference_noise_head_.get() : nullptr);
     }
-    auto lp = chain_log_prob(policy, in, x, noisy_step, options_.noise, returns.empty() ? nullptr : &features);
+    auto lp = chain_log_prob(policy, in, x, noisy_step, options_.noise, returns.empty() ? nullptr : &features, head, head ? &entropy : nullptr);
     terms = lp.numel();
     s = clipped_surrogate(lp, old, adv, options_.clip, ref);
-    return s.loss_sum;
+    if (!entropy.defined()) return s.loss_sum;
+    // the bonus per term, as the surrogate's sum is: the step divides both by the terms
+    return s.loss_sum - options_.entropy_bonus * entropy.sum() * (double(terms) / double(entropy.numel()));
   });
+  if (entropy.defined()) {
+    auto add_sum = [](at::Tensor& sum, const at::Tensor& v) { sum = sum.defined() ? sum + v.detach() : v.detach(); };
+    add_sum(entropy_sum_, entropy.sum());
+    add_sum(std_sum_, at::exp(entropy - 0.5 * std::log(2 * M_PI * M_E)).sum());  // exp(mean log sigma): the geometric mean
+  }
   if (!returns.empty()) {
     // the critic on detached features: a graph and a step of its own
     auto target = at::tensor(returns, at::kDouble).to(at::kFloat).to(device_);
@@ -169,7 +186,8 @@ StepStats Learner::step(double lr_scale) {
                              {double(acc_.terms), double(acc_.chunks), double(acc_.groups), double(acc_.flat_groups), double(acc_.filtered_groups),
                               double(micro_batches_), acc_.success, acc_.ret, double(episodes_),
                               clipped_.defined() ? clipped_.item<double>() : 0.0, kl_sum_.defined() ? kl_sum_.item<double>() : 0.0,
-                              double(kl_terms_), double(value_terms_)},
+                              double(kl_terms_), double(value_terms_), entropy_sum_.defined() ? entropy_sum_.item<double>() : 0.0,
+                              std_sum_.defined() ? std_sum_.item<double>() : 0.0},
                              device_);
   out.terms = int64_t(sums[0]), out.chunks = int64_t(sums[1]), out.groups = int64_t(sums[2]), out.flat_groups = int64_t(sums[3]);
   out.filtered_groups = int64_t(sums[4]);
@@ -177,6 +195,7 @@ StepStats Learner::step(double lr_scale) {
   const double episodes = sums[8], kl_terms = sums[11], value_terms = sums[12];
   out.success = episodes > 0 ? sums[6] / episodes : 0.0;
   out.ret = episodes > 0 ? sums[7] / episodes : 0.0;
+  if (noise_head_ && out.chunks > 0) out.entropy = sums[13] / double(out.chunks), out.noise_std = sums[14] / double(out.chunks);
   if (out.terms > 0) {
     auto o = step_->finish(options_.lr * lr_scale, local_terms);  // sums over the ranks itself
     out.grad_norm = o.grad_norm.item<double>();
@@ -205,7 +224,7 @@ void Learner::reset_accumulation() {
   if (value_step_) value_step_->begin();
   value_terms_ = 0;
   acc_ = StepStats{};
-  clipped_ = kl_sum_ = old_kl_sum_ = at::Tensor();
+  clipped_ = kl_sum_ = old_kl_sum_ = entropy_sum_ = std_sum_ = at::Tensor();
   kl_terms_ = micro_batches_ = 0;  // each step measures its first micro-batch
   episodes_ = 0;
 }

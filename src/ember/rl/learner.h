@@ -16,12 +16,18 @@
 // sampling (value_head.h), normalised over the group's chunks; the value head is fitted to
 // the GAE returns (0.5 (V - R)^2 per chunk) by a TrainStep and AdamW of its own (value_lr), on
 // the prefix features the log-probability pass computes anyway.
+//
+// flow_noise (noise_head.h): the std head is trained with the policy, in its optimizer (the
+// same learning rate, clipping and AdamW), by the surrogate and the entropy bonus: the loss is
+// the surrogate's sum minus entropy_bonus times the chunks' mean entropy per term. The KL to the
+// start measures the start's policy under the start's head.
 #pragma once
 
 #include <array>
 #include <memory>
 
 #include "ember/rl/flow_noise.h"
+#include "ember/rl/noise_head.h"
 #include "ember/rl/trajectory.h"
 #include "ember/rl/value_head.h"
 #include "ember/train/train_step.h"
@@ -44,6 +50,7 @@ struct LearnerOptions {
   double weight_decay = 0.0;  // the policy's AdamW
   std::array<double, 2> betas = {0.9, 0.95};  // πRL's
   double eps = 1e-8;
+  double entropy_bonus = 0;  // flow_noise: the entropy's weight in the loss (πRL: 0.005)
 };
 
 struct StepStats {
@@ -57,6 +64,8 @@ struct StepStats {
   int64_t micro_batches = 0;  // the learner's passes (forward and backward) in the step, all ranks
   double success = 0, ret = 0;  // over the groups' episodes
   double value_loss = 0;        // PPO: 0.5 (V - R)^2 per chunk, before the step
+  double entropy = 0;           // flow_noise: the mean entropy per step, row and dim of the chunks
+  double noise_std = 0;         // flow_noise: the head's std over those (the chunks' geometric means, averaged)
 };
 
 // Sums values over the ranks in one collective (a tensor on device, the collectives'); values
@@ -67,10 +76,11 @@ class Learner {
  public:
   // policy: trained in place (kept in eval mode: no dropout, so the log-probabilities are the
   // sampler's; options.train_prefix false: its prefix's parameters set not to require gradients); reference: the starting weights (frozen);
-  // value: PPO's value head, trained in place (required with options.ppo). ranks: the
-  // data-parallel job's collectives (null: one process); the weights must already agree.
+  // value: PPO's value head, trained in place (required with options.ppo). noise_head:
+  // flow_noise's std head, trained in place (required with it). ranks: the data-parallel job's
+  // collectives (null: one process); the weights must already agree.
   Learner(std::shared_ptr<model::PolicyModuleImpl> policy, std::shared_ptr<model::PolicyModuleImpl> reference, at::Device device, LearnerOptions options,
-          ValueHead value = nullptr, std::shared_ptr<dist::Collectives> ranks = nullptr);
+          ValueHead value = nullptr, std::shared_ptr<dist::Collectives> ranks = nullptr, NoiseHead noise_head = nullptr);
   Learner(const Learner&) = delete;  // the steps hold references to the states
   Learner& operator=(const Learner&) = delete;
 
@@ -97,6 +107,9 @@ class Learner {
   // PPO: the value head's parameters and optimizer (checkpointed beside the policy's)
   model::NamedTensors& value_params() { return value_state_.params; }
   train::Optimizer* value_optimizer() { return value_state_.optimizer.get(); }
+  // flow_noise: the std head (its moments are in optimizer()'s state, named noise_head.*)
+  NoiseHead noise_head() { return noise_head_; }
+  model::NamedTensors& noise_params() { return noise_params_; }
 
  private:
   // returns: PPO's value targets (empty for GRPO)
@@ -111,6 +124,8 @@ class Learner {
   std::shared_ptr<dist::Collectives> ranks_;
   std::shared_ptr<model::PolicyModuleImpl> reference_;
   ValueHead value_;
+  NoiseHead noise_head_ = nullptr, reference_noise_head_ = nullptr;  // flow_noise: trained; the start's (the KL's)
+  model::NamedTensors noise_params_;             // noise_head_'s, named noise_head.<name>
   at::Device device_;
   LearnerOptions options_;
   // the policy's parameters and AdamW, and the value head's (no module: TrainStep's parts only)
@@ -123,7 +138,7 @@ class Learner {
   };
   std::vector<Pending> pending_;  // chunks with advantages, not in a micro-batch yet
   StepStats acc_;
-  at::Tensor clipped_, kl_sum_, old_kl_sum_;
+  at::Tensor clipped_, kl_sum_, old_kl_sum_, entropy_sum_, std_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
 };

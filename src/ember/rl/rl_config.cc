@@ -70,10 +70,13 @@ void RlFields::operator()(C& c, V&& v) const {
   v("rl.camera_size", c.camera_size, Choices{},
     "cameras rendered at N px and resized by the policy, as `ember eval --image_size` (0: the policy's size)");
   v("rl.max_episode_steps", c.max_episode_steps, Choices{}, "cut episodes at N steps (0: the task's limit)");
-  v("rl.noise_method", c.noise_method, Choices{"sde", "every_step"},
-    "sde: πRL's Flow-SDE, noise in one denoising step per chunk; every_step: a fixed std on every step");
+  v("rl.noise_method", c.noise_method, Choices{"sde", "flow_noise", "every_step"},
+    "sde: πRL's Flow-SDE, noise in one denoising step per chunk; flow_noise: πRL's Flow-Noise, a learned std on every step; every_step: a fixed std on every step");
   v("rl.noise_level", c.noise_level, Choices{}, "sde: the noise level a, sigma_t = a sqrt(t / (1 - t))");
   v("rl.noise_std", c.noise_std, Choices{}, "every_step: the noise std per denoising step");
+  v("rl.noise_min_std", c.noise_min_std, Choices{}, "flow_noise: the learned std's lower bound");
+  v("rl.noise_max_std", c.noise_max_std, Choices{}, "flow_noise: the learned std's upper bound");
+  v("rl.entropy_bonus", c.entropy_bonus, Choices{}, "flow_noise: the weight of the exploration noise's entropy in the loss");
   v("rl.denoise_steps", c.denoise_steps, Choices{},
     "denoising steps of the rollout and the learner; the policy is rebuilt with them (0: the policy's own)");
   v("rl.logprob_rows", c.logprob_rows, Choices{"executed", "chunk"},
@@ -144,7 +147,11 @@ void validate(const RlConfig& c) {
   require(c.camera_size == 0 || (c.camera_size >= 8 && c.camera_size <= 2048), "rl.camera_size", "must be 0 (the policy's size) or in 8..2048");
   require(c.max_episode_steps >= 0 && c.max_episode_steps <= 1000000, "rl.max_episode_steps", "must be in 0..1000000");
   require(c.noise_std > 0 && std::isfinite(c.noise_std), "rl.noise_std", "must be a finite number > 0");
-  require(c.noise_method == "sde" || c.noise_method == "every_step", "rl.noise_method", "expected sde or every_step, got '" + c.noise_method + "'");
+  require(c.noise_method == "sde" || c.noise_method == "flow_noise" || c.noise_method == "every_step", "rl.noise_method",
+          "expected sde, flow_noise or every_step, got '" + c.noise_method + "'");
+  require(c.noise_min_std > 0 && c.noise_min_std < c.noise_max_std && c.noise_max_std <= 10, "rl.noise_min_std/rl.noise_max_std",
+          "must satisfy 0 < noise_min_std < noise_max_std <= 10");
+  require(c.entropy_bonus >= 0 && c.entropy_bonus <= 10, "rl.entropy_bonus", "must be in [0, 10]");
   require(c.noise_level > 0 && c.noise_level <= 10, "rl.noise_level", "must be in (0, 10]");
   require(c.denoise_steps >= 0 && c.denoise_steps <= 1000, "rl.denoise_steps", "must be in 0..1000 (0: the policy's own)");
   require(c.logprob_rows == "executed" || c.logprob_rows == "chunk", "rl.logprob_rows", "expected executed or chunk, got '" + c.logprob_rows + "'");

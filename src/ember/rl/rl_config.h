@@ -58,10 +58,14 @@ struct RlConfig {
   int64_t camera_size = 0;        // cameras rendered at this size, resized by the policy (0: its vision size)
   int64_t max_episode_steps = 0;  // > 0: cut episodes at this many steps (else the task's limit)
   // exploration (flow_noise.h): "sde" (πRL's Flow-SDE: one noisy step per chunk, at
-  // noise_level) or "every_step" (a fixed std, noise_std, on every step)
+  // noise_level), "flow_noise" (πRL's Flow-Noise: every step, a learned std in
+  // [noise_min_std, noise_max_std], noise_head.h) or "every_step" (a fixed std, noise_std, on
+  // every step)
   std::string noise_method = "sde";
   double noise_level = 0.5;       // sde: the noise level a (sigma_t = a sqrt(t / (1 - t)))
   double noise_std = 0.2;         // every_step: std per denoising step (normalised units)
+  double noise_min_std = 0.08, noise_max_std = 0.16;  // flow_noise: the learned std's bounds (πRL's)
+  double entropy_bonus = 0.005;   // flow_noise: the entropy's weight in the loss (πRL's; the fixed stds' entropy is constant)
   // the rollout's and the learner's denoising steps; the policy is rebuilt with them, so its RL
   // checkpoints sample as it was trained (0: the policy's own). πRL runs RL with 3-4; with 10,
   // sde's late steps have stds near 0.05 whose terms dominate the gradient

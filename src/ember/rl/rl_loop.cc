@@ -99,6 +99,11 @@ Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device)
     model::load_into(learner.value_params(), model::load_tensors(vw), vw);
     train::restore_optimizer(dir / "value_optimizer.safetensors", *learner.value_optimizer(), device);
   }
+  if (learner.noise_head()) {
+    auto nw = (dir / "noise_head.safetensors").string();
+    if (!fs::exists(nw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + nw + " is missing (was this run --rl.noise_method=flow_noise?)");
+    model::load_into(learner.noise_params(), model::load_tensors(nw), nw);
+  }
   const auto file = dir / "rl_state.json";
   const auto j = read_json_file(file.string());
   Resumed r;
@@ -229,6 +234,7 @@ LearnerOptions learner_options(const RlConfig& c, int64_t action_dim) {
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
+  lo.entropy_bonus = c.entropy_bonus;
   return lo;
 }
 
@@ -239,6 +245,7 @@ struct Policies {
   RlConfig config;  // the run's flags with the size-dependent defaults filled in (with_size_defaults)
   train::PolicyBundle bundle;
   ValueHead value = nullptr, rollout_value = nullptr;
+  NoiseHead noise_head = nullptr, rollout_noise_head = nullptr;  // flow_noise's std head, the rollout's copy
   LearnerOptions options;
   std::unique_ptr<Learner> learner;
   Resumed from;
@@ -261,6 +268,15 @@ struct Policies {
       rollout_value->to(rt.rollout_device);
       rollout_value->eval();
     }
+    if (c.noise_method == "flow_noise") {
+      const int64_t width = bundle.module->expert_width();
+      if (width <= 0)
+        throw Error(ErrorKind::kInvalidArgument, "--rl.noise_method=flow_noise: " + bundle.module->type() +
+                                                     " policies do not expose their action expert's hidden states, which its std head reads (use sde or every_step)");
+      at::manual_seed(uint64_t(c.seed) + 2);
+      noise_head = NoiseHead(width, bundle.spec.action_dim, c.noise_min_std, c.noise_max_std);
+      noise_head->to(rt.device);
+    }
     seeded.unlock();
     // every rank starts from rank 0's weights, whatever its own seeding did (as `ember train`)
     auto broadcast_parameters = [&](torch::nn::Module& m) {
@@ -273,11 +289,16 @@ struct Policies {
       broadcast_parameters(*value);
       copy_value_head(*rollout_value, *value);
     }
+    if (noise_head) broadcast_parameters(*noise_head);
     options = learner_options(c, bundle.spec.action_dim);
-    learner = std::make_unique<Learner>(bundle.module, train::copy_module(bundle, rt.device), rt.device, options, value, ranks);
+    learner = std::make_unique<Learner>(bundle.module, train::copy_module(bundle, rt.device), rt.device, options, value, ranks, noise_head);
     if (resume) {
       from = restore(resume->dir, *learner, rt.device);
       if (value) copy_value_head(*rollout_value, *value);
+    }
+    if (noise_head) {
+      rollout_noise_head = clone_noise_head(*noise_head, rt.rollout_device);  // after the resume's weights
+      rollout_noise_head->eval();
     }
   }
 };
@@ -296,7 +317,8 @@ struct Rollout {
   Rollout(const RlConfig& c, const Runtime& rt, Policies& p)
       : builder(p.bundle.spec, p.bundle.shape, *p.bundle.tokenizer),
         server(train::copy_module(p.bundle, rt.rollout_device), builder, p.options.noise, rt.rollout_device,
-               {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, rt.cpu_threads, c.cuda_graphs}, p.from.step, p.rollout_value),
+               {int(c.max_batch), c.batch_timeout_ms, c.rollout_stream, rt.cpu_threads, c.cuda_graphs}, p.from.step, p.rollout_value,
+               p.rollout_noise_head),
         feed(rt.tasks, int(c.group_size), uint64_t(c.seed), p.from.step * rt.groups_per_rank, rt.rank, rt.world),
         scene(sim::Scene::load()) {
     worker_options.n_envs = int(c.envs_per_worker);
@@ -356,8 +378,9 @@ void step_figures(IterationStats& it, double stale, const Counters& before, cons
 struct Logs {
   std::optional<train::MetricsLogger> metrics, eval_log;
   std::optional<LearnerEvaluation> evaluate;
+  bool flow_noise = false;  // the std head's entropy and std logged too
 
-  Logs(const RlConfig& c, const Runtime& rt, Policies& p, const Rollout& r) {
+  Logs(const RlConfig& c, const Runtime& rt, Policies& p, const Rollout& r) : flow_noise(bool(p.noise_head)) {
     if (rt.rank != 0) return;
     train::MetricsLogger::Options mo;
     mo.shown = {"success_rate", "return", "kl", "clip_frac", "env_steps_per_s"};
@@ -373,12 +396,14 @@ struct Logs {
   void log(const IterationStats& it, int64_t env_steps_total) {
     if (!metrics) return;
     const auto& s = it.learner;
-    metrics->log(it.step, s.loss,
+    std::vector<train::Metric> fields =
                  {{"success_rate", s.success}, {"return", s.ret}, {"kl", s.kl}, {"clip_frac", s.clip_frac}, {"grad_norm", s.grad_norm},
                   {"staleness", it.staleness}, {"dropped", double(it.dropped)}, {"flat_groups", double(s.flat_groups)}, {"filtered_groups", double(s.filtered_groups)},
                   {"env_busy", it.env_busy}, {"rollout_busy", it.rollout_busy}, {"learner_busy", it.learner_busy},
                   {"env_steps_per_s", it.env_steps_per_s}, {"samples_per_s", it.samples_per_s}, {"rollout_batch", it.rollout_batch}, {"epochs", double(it.epochs)}, {"env_steps", double(env_steps_total)},
-                  {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}});
+                  {"wall_s", it.wall_s}, {"value_loss", s.value_loss}, {"micro_batches", double(s.micro_batches)}};
+    if (flow_noise) fields.insert(fields.end(), {{"entropy", s.entropy}, {"noise_std", s.noise_std}});
+    metrics->log(it.step, s.loss, fields);
   }
 };
 
@@ -397,6 +422,7 @@ std::string save_checkpoint(train::CheckpointWriter& writer, const RlConfig& c, 
       model::save_tensors((tmp / "value_head.safetensors").string(), learner.value_params());
       model::save_tensors((tmp / "value_optimizer.safetensors").string(), learner.value_optimizer()->state());
     }
+    if (p.noise_head) model::save_tensors((tmp / "noise_head.safetensors").string(), learner.noise_params());
     write_json_file((tmp / "rl_state.json").string(), state);
     write_json_file((tmp / "rl_config.json").string(), to_json(c));
   });
@@ -475,7 +501,7 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
       passes = it.learner.micro_batches;
       ++it.epochs;
     }
-    rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr);
+    rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr, p.noise_head ? p.noise_head.get() : nullptr);
     it.step = step + 1;
     const Counters now = rollout.counters(learner_ns);
     bool stop = false;

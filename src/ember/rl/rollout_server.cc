@@ -33,10 +33,11 @@ struct RolloutServer::Stream {
 };
 
 RolloutServer::RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
-                             BatchingOptions batching, int64_t version, ValueHead value)
-    : policy_(std::move(policy)), value_(std::move(value)), builder_(builder), noise_(noise), device_(device),
+                             BatchingOptions batching, int64_t version, ValueHead value, NoiseHead noise_head)
+    : policy_(std::move(policy)), value_(std::move(value)), noise_head_(std::move(noise_head)), builder_(builder), noise_(noise), device_(device),
       batcher_(batching.max_batch, std::chrono::microseconds(int64_t(batching.timeout_ms * 1000))), version_(version),
       cpu_threads_(device.is_cuda() ? 0 : batching.cpu_threads) {
+  if (noise_.method == NoiseMethod::kLearned && !noise_head_) throw Error(ErrorKind::kInternal, "RolloutServer: flow_noise without its head");
   if (device_.is_cuda() && batching.own_stream) {
     stream_ = std::make_unique<Stream>(device_);
     // the policy's weights were copied in on this thread's stream: the first batch waits for them
@@ -64,10 +65,11 @@ std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, ui
   return f;
 }
 
-void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value) {
+void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value, const NoiseHeadImpl* noise_head) {
   std::lock_guard<std::mutex> lock(weights_mu_);
   train::copy_parameters(*policy_, from);
   if (value && value_) copy_value_head(*value_, *value);
+  if (noise_head && noise_head_) copy_noise_head(*noise_head_, *noise_head);
   if (graphs_) {
     auto now = weight_pointers(*policy_);
     if (now != weight_ptrs_) graphs_->clear(), weight_ptrs_ = std::move(now);  // replaced, not copied into
@@ -112,10 +114,11 @@ Chain RolloutServer::graph_chain(const std::vector<const model::PolicySample*>& 
                                  draws.noisy_step.defined() ? draws.noisy_step.to(device_) : at::Tensor()};
   const auto noise = noise_;
   auto& policy = *policy_;
+  NoiseHeadImpl* head = noise_head_ ? noise_head_.get() : nullptr;
   std::optional<std::vector<at::Tensor>> outs;
   try {
-    outs = graphs_->run(batch.host, extras, [&policy, noise](const model::PolicyInputs& in, const std::vector<at::Tensor>& e) {
-      return integrate_chain(policy, in, e[0], e[1], e[2], noise);
+    outs = graphs_->run(batch.host, extras, [&policy, noise, head](const model::PolicyInputs& in, const std::vector<at::Tensor>& e) {
+      return integrate_chain(policy, in, e[0], e[1], e[2], noise, head);
     });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ember rl: capturing the rollout in a CUDA graph failed, sampling eagerly from now on: %s\n", e.what());
@@ -149,7 +152,9 @@ void RolloutServer::run_batch(std::vector<Request>& batch) {
     }
     train::Bf16Autocast bf16(device_.is_cuda());
     chain = graphs_ ? graph_chain(ptrs, seeds) : Chain{};
-    if (!chain.x.defined()) chain = sample_chain(*policy_, model::collate(ptrs, policy_->base_shape(), model::AttentionBackend::kVarlen).to(device_), noise_, seeds);
+    if (!chain.x.defined())
+      chain = sample_chain(*policy_, model::collate(ptrs, policy_->base_shape(), model::AttentionBackend::kVarlen).to(device_), noise_, seeds,
+                           noise_head_ ? noise_head_.get() : nullptr);
     if (value_) {
       at::NoGradGuard no_grad;
       auto v = value_->forward(chain.features).to(at::kDouble).cpu();

@@ -22,6 +22,7 @@
 #include "ember/model/policy.h"
 #include "ember/model/processor.h"
 #include "ember/rl/flow_noise.h"
+#include "ember/rl/noise_head.h"
 #include "ember/rl/value_head.h"
 #include "ember/sim/policy.h"
 #include "ember/train/sampler.h"
@@ -50,19 +51,20 @@ struct BatchingOptions {
 class RolloutServer {
  public:
   // policy: the rollout's own copy (eval mode, on device); builder: the policy's features (must
-  // outlive the server); value: PPO's value head, the rollout's own copy (or none). Starts the
-  // thread.
+  // outlive the server); value: PPO's value head, the rollout's own copy (or none); noise_head:
+  // flow_noise's std head, the rollout's own copy (required for it). Starts the thread.
   RolloutServer(std::shared_ptr<model::PolicyModuleImpl> policy, const model::SampleBuilder& builder, FlowNoise noise, at::Device device,
-                BatchingOptions batching, int64_t version, ValueHead value = nullptr);
+                BatchingOptions batching, int64_t version, ValueHead value = nullptr, NoiseHead noise_head = nullptr);
   ~RolloutServer();
   RolloutServer(const RolloutServer&) = delete;
   RolloutServer& operator=(const RolloutServer&) = delete;
 
   // Thread-safe. The future fails with the server's error if a batch failed.
   std::future<PolicyResponse> submit(model::PolicySample sample, uint64_t seed);
-  // Copies `from`'s weights (and value's, with a value head) in (waits for the running batch)
-  // and tags later answers `version`.
-  void swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value = nullptr);
+  // Copies `from`'s weights (and value's, with a value head; noise_head's, with flow_noise) in
+  // (waits for the running batch) and tags later answers `version`.
+  void swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value = nullptr,
+                    const NoiseHeadImpl* noise_head = nullptr);
   // Answers what is queued, then ends the thread.
   void stop();
 
@@ -85,6 +87,7 @@ class RolloutServer {
 
   std::shared_ptr<model::PolicyModuleImpl> policy_;
   ValueHead value_;
+  NoiseHead noise_head_ = nullptr;
   const model::SampleBuilder& builder_;
   FlowNoise noise_;
   at::Device device_;

@@ -17,7 +17,7 @@ PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const 
 }
 
 PolicyState optimizer_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& o,
-                            int64_t zero, const std::shared_ptr<Collectives>& collectives) {
+                            int64_t zero, const std::shared_ptr<Collectives>& collectives, const model::NamedTensors& extra) {
   PolicyState s;
   s.module = std::dynamic_pointer_cast<model::PolicyModuleImpl>(module);
   if (s.module) s.shape = s.module->base_shape();
@@ -26,6 +26,8 @@ PolicyState optimizer_state(std::shared_ptr<torch::nn::Module> module, const std
     s.params.emplace_back(prefix + p.key(), p.value());
     if (p.value().requires_grad()) trained.emplace_back(prefix + p.key(), p.value());
   }
+  for (const auto& [name, p] : extra)
+    if (p.requires_grad()) trained.emplace_back(name, p);
   s.optimizer = make_optimizer(trained, {o.betas[0], o.betas[1], o.eps, o.weight_decay}, zero, collectives);
   for (const auto& [n, p] : trained) s.param_list.push_back(p);
   // gradient buckets all-reduce while the backward pass still runs (see Collectives)

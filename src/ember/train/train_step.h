@@ -46,9 +46,12 @@ PolicyState build_policy_state(const TrainConfig& config, std::shared_ptr<const 
 // The one builder of a trained module's state (build_policy_state's, the RL learner's policy and
 // value head): `module`'s parameters, named with `prefix`, and AdamW with `optimizer`'s settings
 // over those that require gradients (ZeRO-1 with zero = 1 and collectives of several ranks),
-// their gradients attached to the collectives (null: none).
+// their gradients attached to the collectives (null: none). extra: more trained parameters by
+// name (the RL learner's noise head), in the optimizer and param_list but not in params (the
+// checkpoints' policy files).
 PolicyState optimizer_state(std::shared_ptr<torch::nn::Module> module, const std::string& prefix, const OptimizerConfig& optimizer,
-                            int64_t zero = 0, const std::shared_ptr<Collectives>& collectives = nullptr);
+                            int64_t zero = 0, const std::shared_ptr<Collectives>& collectives = nullptr,
+                            const model::NamedTensors& extra = {});
 
 
 // What a step measured. loss and grad_norm stay on the device until someone reads them.
