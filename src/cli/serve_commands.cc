@@ -15,7 +15,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   auto o = std::make_shared<serve::ServeOptions>();
   CLI::App* s = app.add_subcommand("serve", "serve a policy over openpi's websocket protocol (docs/serve.md)");
   s->add_option("--checkpoint", o->checkpoint, "a checkpoint, a run directory (its latest) or a LeRobot pi0.5 policy directory")->required();
-  s->add_option("--policy.tokenizer_path", o->tokenizer_path, "SentencePiece model (needed for a LeRobot directory)");
+  s->add_option("--policy.tokenizer_path", o->tokenizer_path, "SentencePiece .model or HF BPE tokenizer.json / directory (needed for a LeRobot directory)");
   s->add_option("--host", o->host, "address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)");
   s->add_option("--port", o->port, "port (default 8000; 0: any free port, printed on the first line)");
   s->add_option("--device", o->device, "auto | cuda | cpu");
@@ -36,7 +36,7 @@ void add_serve_commands(CLI::App& app, Action& action) {
   cmd->add_option("--checkpoint", b->checkpoint, "a checkpoint, run directory or LeRobot policy directory (else a fresh --preset policy)");
   cmd->add_option("--policy.type", b->policy_type, model::policy_type_names());
   cmd->add_option("--preset", b->preset, "a fresh policy of this preset (default tiny)");
-  cmd->add_option("--policy.tokenizer_path", b->tokenizer_path, "SentencePiece model (needed for a LeRobot directory)");
+  cmd->add_option("--policy.tokenizer_path", b->tokenizer_path, "SentencePiece .model or HF BPE tokenizer.json / directory (needed for a LeRobot directory)");
   cmd->add_option("--batch_size", b->batch_sizes, "requests per batch; several: one line each (default 1,4,16)")->delimiter(',');
   cmd->add_option("--iters", b->iters, "timed batches (in process) or requests per client (socket), default 20");
   cmd->add_option("--warmup", b->warmup, "untimed ones first (default 3)");

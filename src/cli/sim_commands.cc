@@ -197,7 +197,7 @@ void add_sim_commands(CLI::App& app, Action& action) {
 #ifdef EMBER_HAVE_SIM
   ev->add_option("--policy", e->policy, "expert, or a registered policy (default with --checkpoint: checkpoint)");
   ev->add_option("--checkpoint", e->checkpoint, "trained policy checkpoint directory, or a LeRobot / openpi policy directory");
-  ev->add_option("--policy.tokenizer_path", e->tokenizer_path, "SentencePiece model for a LeRobot directory's prompts");
+  ev->add_option("--policy.tokenizer_path", e->tokenizer_path, "SentencePiece .model or HF BPE tokenizer.json / directory for a LeRobot directory's prompts");
   ev->add_option("--rename_map", e->rename_map,
                  "JSON: simulator camera -> the policy's camera, e.g. '{\"observation.images.agentview\": "
                  "\"observation.images.base_0_rgb\"}' (lerobot-train's flag)");

@@ -169,7 +169,7 @@ void add_train_commands(CLI::App& app, Action& action) {
   predict->add_option("--dataset.root", pa->root, "LeRobot dataset")->required();
   predict->add_option("--index", pa->index, "global frame index");
   predict->add_option("--device", pa->device, "auto | cuda | cpu");
-  predict->add_option("--policy.tokenizer_path", pa->tokenizer_path, "SentencePiece model (needed for a LeRobot directory)");
+  predict->add_option("--policy.tokenizer_path", pa->tokenizer_path, "SentencePiece .model or HF BPE tokenizer.json / directory (needed for a LeRobot directory)");
   predict->add_option("--noise", pa->noise, "initial flow noise, safetensors or .npy, [chunk, max_action_dim]");
   predict->add_option("--raw_out", pa->raw_out, "write the raw (normalised) model output here: safetensors ('actions') or .npy");
   predict->add_option("--actions_out", pa->actions_out, "write the predicted chunk (the dataset's units) here: safetensors ('actions') or .npy");

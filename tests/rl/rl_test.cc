@@ -67,16 +67,22 @@ std::vector<uint64_t> seeds(int n, uint64_t base = 7) {
   return s;
 }
 
-// log N(y; mu, sigma^2) entry by entry in double precision, over the real dims
-double direct_log_prob(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t d) {
-  auto yy = y.to(at::kDouble).contiguous(), mm = mu.to(at::kDouble).contiguous();
+// log N(y; mu, sigma^2) entry by entry in double precision over the first rows rows and d dims,
+// sigma per entry [H, >= d]
+double direct_log_prob_entries(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& sigma, int64_t d, int64_t rows) {
+  auto yy = y.to(at::kDouble).contiguous(), mm = mu.to(at::kDouble).contiguous(), ss = sigma.to(at::kDouble).contiguous();
   double sum = 0;
-  for (int64_t h = 0; h < yy.size(0); ++h)
+  for (int64_t h = 0; h < rows; ++h)
     for (int64_t a = 0; a < d; ++a) {
-      double z = (yy[h][a].item<double>() - mm[h][a].item<double>()) / sigma;
-      sum += -0.5 * z * z - std::log(sigma) - 0.5 * std::log(2 * M_PI);
+      const double sd = ss[h][a].item<double>(), z = (yy[h][a].item<double>() - mm[h][a].item<double>()) / sd;
+      sum += -0.5 * z * z - std::log(sd) - 0.5 * std::log(2 * M_PI);
     }
   return sum;
+}
+
+// the same with one sigma, over every row
+double direct_log_prob(const at::Tensor& y, const at::Tensor& mu, double sigma, int64_t d) {
+  return direct_log_prob_entries(y, mu, at::full(y.sizes(), sigma, at::kDouble), d, y.size(0));
 }
 
 TEST(FlowNoise, LogProbIsTheGaussianOfEachEulerStep) {
@@ -551,19 +557,6 @@ TEST(Learner, FlowNoiseStepRaisesTheLikelihoodOfBetterChainsAndTrainsTheHead) {
   at::manual_seed(8);
   NoiseHead head(b.module->expert_width(), 7, 0.08, 0.16);
   expect_on_policy_step_raises_better_chains(b, FlowNoise{0, 7, NoiseMethod::kLearned}, 0, head);
-}
-
-// log N(y; mu, sigma^2) entry by entry in double precision over the first rows rows and d dims,
-// sigma per entry [H, >= d]
-double direct_log_prob_entries(const at::Tensor& y, const at::Tensor& mu, const at::Tensor& sigma, int64_t d, int64_t rows) {
-  auto yy = y.to(at::kDouble).contiguous(), mm = mu.to(at::kDouble).contiguous(), ss = sigma.to(at::kDouble).contiguous();
-  double sum = 0;
-  for (int64_t h = 0; h < rows; ++h)
-    for (int64_t a = 0; a < d; ++a) {
-      const double s = ss[h][a].item<double>(), z = (yy[h][a].item<double>() - mm[h][a].item<double>()) / s;
-      sum += -0.5 * z * z - std::log(s) - 0.5 * std::log(2 * M_PI);
-    }
-  return sum;
 }
 
 // Flow-Noise: every step's transition is the Gaussian around the ODE step with the head's std

@@ -69,7 +69,7 @@ void TrainFields::operator()(Config& c, V&& v) const {
   v("policy.max_state_dim", c.policy.max_state_dim, Choices{}, "state padded to this width (PI05Config.max_state_dim)");
   v("policy.max_action_dim", c.policy.max_action_dim, Choices{}, "actions padded to this width (PI05Config.max_action_dim)");
   v("policy.num_steps", c.policy.num_steps, Choices{}, "flow-matching denoising steps (PI05Config.num_inference_steps)");
-  v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{}, "SentencePiece .model; unset: trained from the tasks");
+  v("policy.tokenizer_path", c.policy.tokenizer_path, Choices{}, "SentencePiece .model, or a Hugging Face BPE tokenizer.json / its directory; unset: trained from the tasks");
   v("policy.path", c.policy.path, Choices{},
     "start from a LeRobot / openpi pi0.5 policy directory (its shapes and weights)");
   v("policy.token_budget", c.policy.token_budget, Choices{}, "tokens per packed batch; unset: the policy decides");
