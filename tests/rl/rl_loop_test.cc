@@ -472,17 +472,5 @@ TEST(RlLoop, SyncResumeContinuesTheRunUnderFlowNoise) {
   EXPECT_LE(lines.back()["noise_std"].get<double>(), 0.16);
 }
 
-// A type without the action expert's hidden states in its sampling hooks (GR00T's DiT) is
-// refused for flow_noise naming the flag, before anything runs.
-TEST(RlLoop, FlowNoiseNeedsTheExpertsHiddenStates) {
-  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
-  test::TempDir dir("rl_flow_noise_groot");
-  auto c = tiny_run(dir.path());
-  c.policy.type = "groot";
-  c.noise_method = "flow_noise";
-  auto msg = test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument);
-  EXPECT_NE(msg.find("--rl.noise_method=flow_noise"), std::string::npos) << msg;
-}
-
 }  // namespace
 }  // namespace ember::rl

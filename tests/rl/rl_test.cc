@@ -666,6 +666,11 @@ TEST(Learner, GrootOnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   for (auto method : {NoiseMethod::kEveryStep, NoiseMethod::kSde})
     expect_on_policy_step_raises_better_chains(tiny_of_type(model::policy_type("groot"), 9, 5),
                                                FlowNoise{method == NoiseMethod::kSde ? 0.5 : 0.2, 7, method}, 7);
+  // flow_noise: the head on the DiT's output (before the embodiment's action decoder)
+  auto b = tiny_of_type(model::policy_type("groot"), 9, 5);
+  at::manual_seed(8);
+  NoiseHead head(b.module->expert_width(), 7, 0.08, 0.16);
+  expect_on_policy_step_raises_better_chains(b, FlowNoise{0, 7, NoiseMethod::kLearned}, 7, head);
 }
 
 TEST(Ppo, GaeByHand) {

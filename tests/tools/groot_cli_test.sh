@@ -117,6 +117,11 @@ expect_user_error "resume as another type" "${train[@]}" --policy.type=pi05 --ou
 expect_user_error "an embodiment the policy lacks" "$ember" train --policy.type=groot --policy.path="$n15" --policy.embodiment=3 \
     --dataset.root="$data" --device=cpu --output_dir="$dir/x"
 grep -q -- "--policy.embodiment=3: the policy has embodiments 0..2" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the embodiment error does not name the flag"; }
+# Eagle's own tokenizer files (Qwen2/Qwen3's slow layout: vocab.json + merges.txt) are read; one
+# with more pieces than the directory's embedding is refused naming the tokenizer
+expect_user_error "a tokenizer larger than the embedding" "$ember" train --policy.type=groot --policy.path="$n15" --policy.embodiment=2 \
+    --policy.tokenizer_path="$(dirname "$fixture")/bpe_tiny/slow" --dataset.root="$data" --device=cpu --output_dir="$dir/x"
+grep -q "bpe_tiny/slow: the tokenizer has 664 pieces, the policy's embedding 512" "$dir/err.txt" || { cat "$dir/err.txt"; fail "the tokenizer error does not name the files"; }
 expect_user_error "an embodiment for pi05" "$ember" train --policy.embodiment=1 --dataset.root="$data" --device=cpu --output_dir="$dir/x"
 expect_user_error "N1.5 directory as pi05" "$ember" train --policy.path="$n15" --dataset.root="$data" --output_dir="$dir/x"
 expect_user_error "export to an unknown format" "$ember" export --checkpoint "$n15" --to gr00t "$dir/x"

@@ -300,7 +300,7 @@ at::Tensor GrootPolicyImpl::context(const PolicyInputs& in, const GrootLayout& l
 
 std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx,
                                                   const Groups& g, const at::Tensor& state_tokens, const at::Tensor& x_t,
-                                                  const at::Tensor& tbucket, double dropout) {
+                                                  const at::Tensor& tbucket, double dropout, at::Tensor* hidden) {
   const int64_t n = in.samples, h = shape.base.horizon, i = shape.inner(), len = shape.step_tokens();
   auto temb = time2->forward(at::silu(time1->forward(timestep_proj(tbucket))));  // [n, I]
   // action tokens, each group through its own encoder at its own width
@@ -334,6 +334,7 @@ std::vector<at::Tensor> GrootPolicyImpl::velocity(const PolicyInputs& in, const 
   auto mod = out1->forward(at::silu(temb)).unsqueeze(1).chunk(2, -1);
   auto y = at::addcmul(mod[0], plain_layer_norm(seq.narrow(1, len - h, h), 1e-6), 1 + mod[1]);
   y = out2->forward(y);  // [n, H, out]
+  if (hidden) *hidden = y;
   std::vector<at::Tensor> v;
   for (size_t k = 0; k < g.ids.size(); ++k) v.push_back(heads[g.ids[k]]->as<EmbodimentHeadImpl>()->decode(g.of(y, k)));
   return v;
@@ -457,6 +458,16 @@ std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyIn
 
 at::Tensor GrootPolicyImpl::prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                                             const at::Tensor& t) {
+  return velocity_over_prefix(in, prefix, x_t, t, nullptr);
+}
+
+at::Tensor GrootPolicyImpl::prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                                   const at::Tensor& t, at::Tensor& hidden) {
+  return velocity_over_prefix(in, prefix, x_t, t, &hidden);
+}
+
+at::Tensor GrootPolicyImpl::velocity_over_prefix(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
+                                                 const at::Tensor& t, at::Tensor* hidden) {
   const auto* p = dynamic_cast<const Prefix*>(&prefix);
   if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
   const int64_t n = in.samples, amax = shape.base.max_action_dim;
@@ -464,13 +475,16 @@ at::Tensor GrootPolicyImpl::prefix_velocity(const PolicyInputs& in, const Prefix
   if (copies * n != x_t.size(0)) throw Error(ErrorKind::kInternal, "groot prefix_velocity: rows not a multiple of the samples");
   // N1.5's bucket of its time 1 - t; the small offset keeps 1 - (1 - i/K) in float32 in bucket i/K
   auto tbucket = at::floor((1 - t.to(at::kDouble)) * shape.timestep_buckets + 1e-4).clamp(0, shape.timestep_buckets - 1).to(at::kFloat);
-  std::vector<at::Tensor> out;
+  std::vector<at::Tensor> out, hiddens;
   for (int64_t c = 0; c < copies; ++c) {
-    auto v = velocity(in, p->layout, p->ctx, p->groups, p->states, x_t.narrow(0, c * n, n), tbucket.narrow(0, c * n, n), 0.0);
+    at::Tensor h;
+    auto v = velocity(in, p->layout, p->ctx, p->groups, p->states, x_t.narrow(0, c * n, n), tbucket.narrow(0, c * n, n), 0.0, hidden ? &h : nullptr);
     std::vector<at::Tensor> parts;
     for (auto& vk : v) parts.push_back(at::constant_pad_nd(vk.to(at::kFloat), {0, amax - vk.size(2)}));
     out.push_back(-p->groups.in_batch_order(parts));  // [n, H, A], pi0's sign
+    if (hidden) hiddens.push_back(h);
   }
+  if (hidden) *hidden = copies == 1 ? hiddens[0] : at::cat(hiddens, 0);
   return copies == 1 ? out[0] : at::cat(out, 0);
 }
 

@@ -152,6 +152,11 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
   at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                              const at::Tensor& t) override;
+  // hidden: the DiT's output [m*n, H, dit_output] (after its final adaptive norm and out2, before
+  // the embodiment's action decoder), RL's flow_noise head reads it
+  at::Tensor prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t, const at::Tensor& t,
+                                    at::Tensor& hidden) override;
+  int64_t expert_width() const override { return shape.dit_output; }
   at::Tensor prefix_features(const PolicyInputs& in, const PrefixState& prefix) override;
   int64_t prefix_feature_dim() const override { return shape.backbone_dim; }
   // the backbone and the adapter (backbone_proj, vlln, vl blocks): what the DiT cross-attends to
@@ -177,8 +182,13 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   Groups make_groups(const PolicyInputs& in) const;
   at::Tensor state_tokens(const PolicyInputs& in, const Groups& groups);  // [n, 1, I]
   // the velocity at x_t [n, H, max_action_dim], buckets [n]: one [m_g, H, a_g] per embodiment group
+  // (hidden: when given, the DiT's output [n, H, dit_output] in batch order)
   std::vector<at::Tensor> velocity(const PolicyInputs& in, const GrootLayout& layout, const at::Tensor& ctx, const Groups& groups,
-                      const at::Tensor& state_tokens, const at::Tensor& x_t, const at::Tensor& tbucket, double dropout);
+                      const at::Tensor& state_tokens, const at::Tensor& x_t, const at::Tensor& tbucket, double dropout,
+                      at::Tensor* hidden = nullptr);
+  // prefix_velocity's work; hidden: when given, prefix_velocity_hidden's
+  at::Tensor velocity_over_prefix(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t, const at::Tensor& t,
+                                  at::Tensor* hidden);
 };
 TORCH_MODULE(GrootPolicy);
 
