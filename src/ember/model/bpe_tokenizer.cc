@@ -1,31 +1,25 @@
+// BpeTokenizer's encoder and decoder: added tokens split out, the pre-tokenizer's regexes, GPT-2's
+// byte map, the BPE merges, and decoding back to text.
 #include "ember/model/bpe_tokenizer.h"
 
-#include <pcre2.h>  // PCRE2_CODE_UNIT_WIDTH=8 comes with the PCRE2::pcre2-8 target
-
-#include <algorithm>
-#include <array>
 #include <climits>
 #include <cstdint>
-#include <filesystem>
-#include <nlohmann/json.hpp>
-#include <unordered_map>
-#include <utility>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "ember/core/error.h"
-#include "ember/core/file.h"
-#include "ember/core/json_file.h"
+#include "ember/model/bpe_tokenizer_impl.h"
 
 namespace ember::model {
+
+using bpe_impl::AddedToken;
+using bpe_impl::byte_tables;
+using bpe_impl::Regex;
+
 namespace {
-
-namespace fs = std::filesystem;
-using nlohmann::json;
-
-// transformers' qwen2/tokenization_qwen2.py PRETOKENIZE_REGEX: the slow layout's pre-tokenizer
-constexpr const char* kQwen2Pattern =
-    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-// GPT-2's, which HF's ByteLevel pre-tokenizer applies with use_regex (tokenizers' byte_level.rs)
-constexpr const char* kGpt2Pattern = R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)re";
 
 // --- UTF-8 ---------------------------------------------------------------------------------
 
@@ -95,27 +89,6 @@ std::string utf8_lossy(std::string_view s) {
 
 // --- GPT-2's byte <-> printable character table (bytes_to_unicode) ------------------------
 
-struct ByteTables {
-  std::array<std::string, 256> to_char;  // byte -> the UTF-8 of its character
-  std::array<int, 324> to_byte;          // character (code point < 324) -> byte, or -1
-};
-
-const ByteTables& byte_tables() {
-  static const ByteTables tables = [] {
-    ByteTables t;
-    t.to_byte.fill(-1);
-    int next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      const int cp = printable ? b : next++;
-      append_utf8(t.to_char[b], static_cast<uint32_t>(cp));
-      t.to_byte[cp] = b;
-    }
-    return t;
-  }();
-  return tables;
-}
-
 std::string byte_mapped(std::string_view bytes) {
   std::string out;
   for (unsigned char b : bytes) out += byte_tables().to_char[b];
@@ -144,9 +117,6 @@ void append_byte_decoded(std::string& out, std::string_view token) {
 
 // --- regexes ---------------------------------------------------------------------------------
 
-struct CodeFree {
-  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
-};
 struct MatchDataFree {
   void operator()(pcre2_match_data* m) const { pcre2_match_data_free(m); }
 };
@@ -186,30 +156,6 @@ std::string widen_space(std::string_view p) {
   return out;
 }
 
-// A compiled pre-tokenizer pattern: a regex, or a literal string (Split's {"String": ...}).
-struct Regex {
-  std::string pattern;
-  bool literal = false;
-  std::unique_ptr<pcre2_code, CodeFree> code;
-};
-
-Regex compile(const std::string& pattern, bool literal, const std::string& where) {
-  Regex r{pattern, literal, nullptr};
-  const std::string text = literal ? pattern : widen_space(pattern);
-  int error = 0;
-  PCRE2_SIZE offset = 0;
-  r.code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                             PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0), &error, &offset, nullptr));
-  if (!r.code) {
-    PCRE2_UCHAR message[256];
-    pcre2_get_error_message(error, message, sizeof(message));
-    fail_unsupported(where + ": the pattern does not compile in PCRE2 (" + reinterpret_cast<const char*>(message) +
-                     " at offset " + std::to_string(offset) + ")");
-  }
-  pcre2_jit_compile(r.code.get(), PCRE2_JIT_COMPLETE);  // where JIT is missing, the interpreter runs
-  return r;
-}
-
 // Calls emit(piece) for the matches of re in s and the gaps between them, in order, empty ones
 // left out (HF's Split with behavior Isolated). s is valid UTF-8.
 template <class F>
@@ -234,419 +180,42 @@ void split_isolated(const Regex& re, pcre2_match_data* md, std::string_view s, F
   if (last < s.size()) emit(s.substr(last));
 }
 
-// --- reading the JSON fields -----------------------------------------------------------------
+}  // namespace
 
-struct AddedToken {
-  int id = 0;
-  std::string content;
-  bool special = false;
-  bool normalized = false;
-};
+// --- what the tokenizer's other files share (bpe_tokenizer_impl.h) ---------------------------
 
-// Field access that names the file and the field in every error.
-struct Fields {
-  std::string file;
-
-  [[noreturn]] void bad(const std::string& field, const std::string& what) const {
-    fail_corrupt(file + ": " + field + ": " + what);
-  }
-  [[noreturn]] void unsupported(const std::string& field, const std::string& what) const {
-    fail_unsupported(file + ": " + field + ": " + what);
-  }
-  const json& object(const json& j, const std::string& field) const {
-    if (!j.is_object()) bad(field, "expected an object");
-    return j;
-  }
-  const json& at(const json& j, const char* key, const std::string& field) const {
-    auto it = j.find(key);
-    if (it == j.end()) bad(field, "missing");
-    return *it;
-  }
-  std::string str(const json& j, const std::string& field) const {
-    if (!j.is_string()) bad(field, "expected a string");
-    return j.get<std::string>();
-  }
-  bool flag(const json& j, const char* key, const std::string& field, bool otherwise) const {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return otherwise;
-    if (!it->is_boolean()) bad(field, "expected true or false");
-    return it->get<bool>();
-  }
-  int id(const json& j, const std::string& field) const {
-    if (!j.is_number_integer() || j.get<int64_t>() < 0 || j.get<int64_t>() >= INT_MAX) bad(field, "expected a token id (an integer >= 0)");
-    return static_cast<int>(j.get<int64_t>());
-  }
-  // An added token of added_tokens (tokenizer.json) or added_tokens_decoder (tokenizer_config.json).
-  AddedToken added(const json& j, int id, const std::string& field) const {
-    object(j, field);
-    AddedToken t;
-    t.id = id;
-    t.content = str(at(j, "content", field + ".content"), field + ".content");
-    if (t.content.empty()) bad(field + ".content", "empty");
-    t.special = flag(j, "special", field + ".special", false);
-    t.normalized = flag(j, "normalized", field + ".normalized", !t.special);
-    for (const char* key : {"lstrip", "rstrip", "single_word"})
-      if (flag(j, key, field + "." + key, false)) unsupported(field + "." + key, "true is not implemented (only false)");
+const bpe_impl::ByteTables& bpe_impl::byte_tables() {
+  static const ByteTables tables = [] {
+    ByteTables t;
+    t.to_byte.fill(-1);
+    int next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const int cp = printable ? b : next++;
+      append_utf8(t.to_char[b], static_cast<uint32_t>(cp));
+      t.to_byte[cp] = b;
+    }
     return t;
-  }
-};
-
-// kNotFound / kIO / kCorruption naming the path
-json read_json(const std::string& path) { return read_json_file(path); }
-
-// A string field of an object, or `otherwise` when it is absent or null.
-std::string optional_str(const Fields& f, const json& j, const char* key, const std::string& field, std::string otherwise = "") {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return otherwise;
-  return f.str(*it, field);
+  }();
+  return tables;
 }
 
-// tokenizer_config.json's bos_token etc.: a string, null, or {"content": ...}; "" for none.
-std::string role_token(const Fields& f, const json& config, const char* key, const std::string& prefix = "") {
-  auto it = config.find(key);
-  if (it == config.end() || it->is_null()) return "";
-  const std::string field = prefix + key;
-  if (it->is_object()) return f.str(f.at(*it, "content", field + ".content"), field + ".content");
-  return f.str(*it, field);
+Regex bpe_impl::compile(const std::string& pattern, bool literal, const std::string& where) {
+  Regex r{pattern, literal, nullptr};
+  const std::string text = literal ? pattern : widen_space(pattern);
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  r.code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                             PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0), &error, &offset, nullptr));
+  if (!r.code) {
+    PCRE2_UCHAR message[256];
+    pcre2_get_error_message(error, message, sizeof(message));
+    fail_unsupported(where + ": the pattern does not compile in PCRE2 (" + reinterpret_cast<const char*>(message) +
+                     " at offset " + std::to_string(offset) + ")");
+  }
+  pcre2_jit_compile(r.code.get(), PCRE2_JIT_COMPLETE);  // where JIT is missing, the interpreter runs
+  return r;
 }
-
-}  // namespace
-
-// --- the tokenizer -----------------------------------------------------------------------------
-
-struct BpeTokenizer::Impl {
-  std::string name;
-  // the model
-  std::unordered_map<std::string, int> vocab;
-  std::vector<const std::string*> token_of;  // id -> its vocab entry (nullptr: none)
-  std::vector<std::pair<const std::string*, const std::string*>> merges;  // in rank order, into vocab
-  std::unordered_map<uint64_t, std::pair<int, int>> merge_of;  // (left << 32 | right) -> (rank, merged id)
-  bool ignore_merges = false;
-  std::array<int, 256> byte_id{};  // the id of each byte's symbol, or -1
-  // added tokens, by id; per kind (0 not normalized, 1 normalized) and first byte, longest first
-  std::vector<AddedToken> added;
-  std::unordered_map<int, size_t> added_of_id;
-  std::array<std::vector<std::vector<size_t>>, 2> added_by_first;
-  // normalizer and pre-tokenizer
-  bool nfc = false;  // NFC named (applied as the identity: bpe_tokenizer.h)
-  std::vector<Regex> splits;
-  bool prefix_space = false;
-  Regex byte_regex;  // GPT-2's pattern when ByteLevel's use_regex
-  // the file's own objects, written back by to_json
-  json model_options, normalizer, pre_tokenizer, post_processor, decoder;
-  // roles ("" none) and their ids
-  std::array<std::string, 4> roles;  // bos, eos, pad, unk
-  std::array<int, 4> role_ids{-1, -1, -1, -1};
-  int size = 0;
-
-  template <class F>
-  void split_added(std::string_view s, int kind, F&& f) const;
-  template <class F>
-  void for_each_word(std::string_view piece, std::span<pcre2_match_data* const> md, F&& f) const;
-  void bpe(std::string_view word, std::vector<int>& out) const;
-  int find_token(const std::string& content) const;
-};
-
-namespace {
-
-constexpr std::array<const char*, 4> kRoles = {"bos_token", "eos_token", "pad_token", "unk_token"};
-
-void build_added_index(BpeTokenizer::Impl& m) {
-  std::sort(m.added.begin(), m.added.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
-  for (auto& table : m.added_by_first) table.clear();
-  for (size_t i = 0; i < m.added.size(); ++i) {
-    auto& table = m.added_by_first[m.added[i].normalized ? 1 : 0];
-    if (table.empty()) table.resize(256);
-    table[static_cast<unsigned char>(m.added[i].content[0])].push_back(i);
-    m.added_of_id[m.added[i].id] = i;
-  }
-  for (auto& table : m.added_by_first)
-    for (auto& list : table)
-      std::stable_sort(list.begin(), list.end(),
-                       [&](size_t a, size_t b) { return m.added[a].content.size() > m.added[b].content.size(); });
-}
-
-// The pre-tokenizer of tokenizer.json: ByteLevel, or a Sequence of Split steps ending in ByteLevel.
-void read_pre_tokenizer(BpeTokenizer::Impl& m, const Fields& f, const json& pt) {
-  auto byte_level = [&](const json& j, const std::string& field) {
-    m.prefix_space = f.flag(j, "add_prefix_space", field + ".add_prefix_space", true);
-    if (f.flag(j, "use_regex", field + ".use_regex", true)) m.byte_regex = compile(kGpt2Pattern, false, f.file + ": " + field);
-  };
-  auto type_of = [&](const json& j, const std::string& field) {
-    f.object(j, field);
-    return f.str(f.at(j, "type", field + ".type"), field + ".type");
-  };
-  if (pt.is_null()) f.unsupported("pre_tokenizer", "null: only byte-level BPE tokenizers (a ByteLevel pre-tokenizer) are read");
-  const std::string type = type_of(pt, "pre_tokenizer");
-  if (type == "ByteLevel") return byte_level(pt, "pre_tokenizer");
-  if (type != "Sequence") f.unsupported("pre_tokenizer.type", "'" + type + "': only ByteLevel or a Sequence of Split and ByteLevel are read");
-  const json& steps = f.at(pt, "pretokenizers", "pre_tokenizer.pretokenizers");
-  if (!steps.is_array() || steps.empty()) f.bad("pre_tokenizer.pretokenizers", "expected a non-empty array");
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const std::string field = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "]";
-    const std::string t = type_of(steps[i], field);
-    const bool last = i + 1 == steps.size();
-    if (t == "ByteLevel" && last) {
-      byte_level(steps[i], field);
-    } else if (t == "Split" && !last) {
-      const json& pattern = f.object(f.at(steps[i], "pattern", field + ".pattern"), field + ".pattern");
-      const bool literal = pattern.contains("String");
-      if (!literal && !pattern.contains("Regex")) f.bad(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}");
-      const std::string key = literal ? "String" : "Regex";
-      const std::string text = f.str(pattern.at(key), field + ".pattern." + key);
-      const std::string behavior = f.str(f.at(steps[i], "behavior", field + ".behavior"), field + ".behavior");
-      if (behavior != "Isolated") f.unsupported(field + ".behavior", "'" + behavior + "': only Isolated is implemented");
-      if (f.flag(steps[i], "invert", field + ".invert", false)) f.unsupported(field + ".invert", "true is not implemented");
-      m.splits.push_back(compile(text, literal, f.file + ": " + field + ".pattern." + key));
-    } else {
-      f.unsupported(field + ".type", "'" + t + "': only Split steps followed by one ByteLevel are read");
-    }
-  }
-}
-
-void read_normalizer(BpeTokenizer::Impl& m, const Fields& f, const json& n) {
-  if (n.is_null()) return;
-  const std::string type = f.str(f.at(f.object(n, "normalizer"), "type", "normalizer.type"), "normalizer.type");
-  bool nfc = type == "NFC";
-  if (type == "Sequence") {
-    const json& list = f.at(n, "normalizers", "normalizer.normalizers");
-    nfc = list.is_array();
-    for (size_t i = 0; nfc && i < list.size(); ++i)
-      nfc = optional_str(f, f.object(list[i], "normalizer.normalizers[" + std::to_string(i) + "]"), "type",
-                         "normalizer.normalizers[" + std::to_string(i) + "].type") == "NFC";
-  }
-  if (!nfc) f.unsupported("normalizer.type", "'" + type + "': only NFC (or none) is read");
-  m.nfc = true;
-}
-
-// model: BPE with its vocab and merges, checked against each other.
-void read_model(BpeTokenizer::Impl& m, const Fields& f, const json& model) {
-  f.object(model, "model");
-  const std::string type = f.str(f.at(model, "type", "model.type"), "model.type");
-  if (type != "BPE") f.unsupported("model.type", "'" + type + "': only BPE is read");
-  if (auto d = model.find("dropout"); d != model.end() && !d->is_null() && !(d->is_number() && d->get<double>() == 0))
-    f.unsupported("model.dropout", "BPE dropout is not implemented");
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (auto it = model.find(key); it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
-      f.unsupported(std::string("model.") + key, "only null or \"\" is implemented");
-  m.ignore_merges = f.flag(model, "ignore_merges", "model.ignore_merges", false);
-  for (auto it = model.begin(); it != model.end(); ++it)
-    if (it.key() != "vocab" && it.key() != "merges") m.model_options[it.key()] = it.value();
-
-  const json& vocab = f.at(model, "vocab", "model.vocab");
-  if (!vocab.is_object()) f.bad("model.vocab", "expected an object of token -> id");
-  m.vocab.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it)
-    m.vocab[it.key()] = f.id(it.value(), "model.vocab[\"" + it.key() + "\"]");
-
-  const json& merges = f.at(model, "merges", "model.merges");
-  if (!merges.is_array()) f.bad("model.merges", "expected an array");
-  m.merges.reserve(merges.size());
-  m.merge_of.reserve(merges.size());
-  std::string left, right;
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const std::string field = "model.merges[" + std::to_string(i) + "]";
-    const json& e = merges[i];
-    if (e.is_string()) {  // "a b"
-      const std::string& s = e.get_ref<const std::string&>();
-      const size_t space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) f.bad(field, "expected \"left right\"");
-      left = s.substr(0, space);
-      right = s.substr(space + 1);
-    } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {  // ["a", "b"]
-      left = e[0].get<std::string>();
-      right = e[1].get<std::string>();
-    } else {
-      f.bad(field, "expected \"left right\" or [\"left\", \"right\"]");
-    }
-    auto a = m.vocab.find(left), b = m.vocab.find(right), ab = m.vocab.find(left + right);
-    if (a == m.vocab.end()) f.bad(field, "'" + left + "' is not in model.vocab");
-    if (b == m.vocab.end()) f.bad(field, "'" + right + "' is not in model.vocab");
-    if (ab == m.vocab.end()) f.bad(field, "'" + left + right + "' (the merged token) is not in model.vocab");
-    m.merges.emplace_back(&a->first, &b->first);
-    // a pair listed twice keeps its last rank, as HF's map of merges does
-    m.merge_of[(uint64_t(uint32_t(a->second)) << 32) | uint32_t(b->second)] = {static_cast<int>(i), ab->second};
-  }
-}
-
-// Sizes, the id -> token table, the byte symbols and the roles' ids ("" roles are none; the
-// roles were read from roles_file's fields under prefix).
-void finish(BpeTokenizer::Impl& m, const Fields& roles_file, const std::string& prefix) {
-  int size = 0;
-  for (const auto& [token, id] : m.vocab) size = std::max(size, id + 1);
-  for (const auto& t : m.added) size = std::max(size, t.id + 1);
-  m.size = size;
-  m.token_of.assign(size, nullptr);
-  for (const auto& entry : m.vocab) m.token_of[entry.second] = &entry.first;
-  for (int b = 0; b < 256; ++b) {
-    auto it = m.vocab.find(byte_tables().to_char[b]);
-    m.byte_id[b] = it == m.vocab.end() ? -1 : it->second;
-  }
-  build_added_index(m);
-  for (size_t r = 0; r < kRoles.size(); ++r) {
-    if (m.roles[r].empty()) continue;
-    m.role_ids[r] = m.find_token(m.roles[r]);
-    if (m.role_ids[r] < 0)
-      roles_file.bad(prefix + kRoles[r], "'" + m.roles[r] + "' is neither an added token nor in the vocabulary");
-  }
-}
-
-void read_roles(BpeTokenizer::Impl& m, const Fields& f, const json& config, const std::string& prefix) {
-  f.object(config, prefix.empty() ? "(top level)" : prefix.substr(0, prefix.size() - 1));
-  for (size_t r = 0; r < kRoles.size(); ++r) m.roles[r] = role_token(f, config, kRoles[r], prefix);
-  // tokenizer_config.json: the bos token starts prompts only where add_bos_token says so (HF's
-  // GPT-2 / Qwen2 tokenizers add none by default; the SmolLM-era Eagle config names
-  // <|im_start|> as bos_token with add_bos_token false)
-  if (prefix.empty() && !f.flag(config, "add_bos_token", "add_bos_token", false)) m.roles[0].clear();
-}
-
-// tokenizer.json's contents; `config` (tokenizer_config.json, or null) gives the roles, else
-// the text's model.ember_special_tokens.
-std::unique_ptr<BpeTokenizer::Impl> from_tokenizer_json(const json& j, const std::string& name, const json& config,
-                                                        const std::string& config_name) {
-  auto m = std::make_unique<BpeTokenizer::Impl>();
-  m->name = name;
-  Fields f{name};
-  f.object(j, "(top level)");
-  read_model(*m, f, f.at(j, "model", "model"));
-  m->model_options.erase("ember_special_tokens");
-  if (auto it = j.find("added_tokens"); it != j.end() && !it->is_null()) {
-    if (!it->is_array()) f.bad("added_tokens", "expected an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const std::string field = "added_tokens[" + std::to_string(i) + "]";
-      const json& e = f.object((*it)[i], field);
-      m->added.push_back(f.added(e, f.id(f.at(e, "id", field + ".id"), field + ".id"), field));
-    }
-  }
-  m->normalizer = j.value("normalizer", json());
-  read_normalizer(*m, f, m->normalizer);
-  m->pre_tokenizer = f.at(j, "pre_tokenizer", "pre_tokenizer");
-  read_pre_tokenizer(*m, f, m->pre_tokenizer);
-  m->post_processor = j.value("post_processor", json());
-  m->decoder = f.at(j, "decoder", "decoder");
-  if (!m->decoder.is_object() || optional_str(f, m->decoder, "type", "decoder.type") != "ByteLevel")
-    f.unsupported("decoder", "only the ByteLevel decoder is read");
-  const json& model = j.at("model");
-  const bool own = config.is_null() && model.contains("ember_special_tokens");
-  const Fields roles_file{own ? name : config_name};
-  const std::string prefix = own ? "model.ember_special_tokens." : "";
-  if (!config.is_null()) read_roles(*m, roles_file, config, prefix);
-  else if (own) read_roles(*m, roles_file, model.at("ember_special_tokens"), prefix);
-  finish(*m, roles_file, prefix);
-  return m;
-}
-
-// The slow layout (vocab.json, merges.txt, tokenizer_config.json, added_tokens.json) as the
-// tokenizer.json that transformers' Qwen2Tokenizer / GPT2Tokenizer build from it.
-json convert_slow(const fs::path& dir, const json& config) {
-  const std::string vocab_file = (dir / "vocab.json").string(), merges_file = (dir / "merges.txt").string();
-  json vocab = read_json(vocab_file);
-  Fields fv{vocab_file};
-  fv.object(vocab, "(top level)");
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) fv.id(it.value(), "\"" + it.key() + "\"");
-
-  const std::vector<uint8_t> bytes = read_file(merges_file);
-  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  Fields fm{merges_file};
-  json merges = json::array();
-  size_t line_no = 0;
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
-    const std::string field = "line " + std::to_string(line_no);
-    const size_t space = line.find(' ');
-    if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos)
-      fm.bad(field, "expected two tokens separated by one space");
-    const std::string left(line.substr(0, space)), right(line.substr(space + 1));
-    for (const std::string& t : {left, right})
-      if (!vocab.contains(t)) fm.bad(field, "'" + t + "' is not in vocab.json");
-    if (!vocab.contains(left + right)) fm.bad(field, "'" + left + right + "' (the merged token) is not in vocab.json");
-    merges.push_back(json::array({left, right}));
-  }
-
-  // added tokens: tokenizer_config.json's added_tokens_decoder, then added_tokens.json's others
-  const std::string config_file = (dir / "tokenizer_config.json").string();
-  Fields fc{config_file};
-  json added = json::array();
-  std::unordered_map<std::string, int> seen;
-  if (!config.is_null()) {
-    fc.object(config, "(top level)");
-    if (auto it = config.find("added_tokens_decoder"); it != config.end()) {
-      fc.object(*it, "added_tokens_decoder");
-      for (auto e = it->begin(); e != it->end(); ++e) {
-        const std::string field = "added_tokens_decoder[\"" + e.key() + "\"]";
-        int id = -1;
-        try {
-          size_t used = 0;
-          id = std::stoi(e.key(), &used);
-          if (used != e.key().size() || id < 0) id = -1;
-        } catch (const std::exception&) {
-        }
-        if (id < 0) fc.bad(field, "the key is not a token id");
-        AddedToken t = fc.added(e.value(), id, field);
-        seen[t.content] = id;
-        added.push_back({{"id", id}, {"content", t.content}, {"single_word", false}, {"lstrip", false},
-                         {"rstrip", false}, {"normalized", t.normalized}, {"special", t.special}});
-      }
-    }
-  }
-  if (fs::exists(dir / "added_tokens.json")) {
-    const std::string file = (dir / "added_tokens.json").string();
-    json tokens = read_json(file);
-    Fields fa{file};
-    fa.object(tokens, "(top level)");
-    std::vector<std::string> specials;
-    if (auto it = config.find("additional_special_tokens"); !config.is_null() && it != config.end() && it->is_array())
-      for (const auto& s : *it)
-        if (s.is_string()) specials.push_back(s.get<std::string>());
-    for (const char* role : kRoles)
-      if (!config.is_null()) specials.push_back(role_token(fc, config, role));
-    for (auto it = tokens.begin(); it != tokens.end(); ++it) {
-      const int id = fa.id(it.value(), "\"" + it.key() + "\"");
-      if (it.key().empty()) fa.bad("\"\"", "an empty token");
-      if (seen.count(it.key())) continue;
-      const bool special = std::find(specials.begin(), specials.end(), it.key()) != specials.end();
-      added.push_back({{"id", id}, {"content", it.key()}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", !special}, {"special", special}});
-    }
-  }
-
-  // the pipeline of the config's tokenizer_class
-  const std::string cls =
-      config.is_null() ? "Qwen2Tokenizer" : optional_str(fc, config, "tokenizer_class", "tokenizer_class", "Qwen2Tokenizer");
-  json j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = std::move(added);
-  j["post_processor"] = nullptr;
-  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-  if (cls == "Qwen2Tokenizer" || cls == "Qwen2TokenizerFast") {
-    j["normalizer"] = {{"type", "NFC"}};
-    j["pre_tokenizer"] = {{"type", "Sequence"},
-                          {"pretokenizers",
-                           {{{"type", "Split"}, {"pattern", {{"Regex", kQwen2Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-                            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
-  } else if (cls == "GPT2Tokenizer" || cls == "GPT2TokenizerFast") {
-    j["normalizer"] = nullptr;
-    const bool prefix = !config.is_null() && fc.flag(config, "add_prefix_space", "add_prefix_space", false);
-    j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", prefix}, {"trim_offsets", true}, {"use_regex", true}};
-  } else {
-    fc.unsupported("tokenizer_class", "'" + cls + "': only Qwen2Tokenizer and GPT2Tokenizer's slow files are read");
-  }
-  j["model"] = {{"type", "BPE"},          {"dropout", nullptr},     {"unk_token", nullptr},
-                {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-                {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", std::move(vocab)},
-                {"merges", std::move(merges)}};
-  return j;
-}
-
-}  // namespace
 
 template <class F>
 void BpeTokenizer::Impl::split_added(std::string_view s, int kind, F&& f) const {
@@ -716,7 +285,7 @@ void BpeTokenizer::Impl::bpe(std::string_view word, std::vector<int>& out) const
   while (symbols.size() > 1) {
     int best = INT_MAX, merged = -1, left = -1, right = -1;
     for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = merge_of.find((uint64_t(uint32_t(symbols[i])) << 32) | uint32_t(symbols[i + 1]));
+      auto it = merge_of.find(bpe_impl::merge_key(symbols[i], symbols[i + 1]));
       if (it != merge_of.end() && it->second.first < best) {
         best = it->second.first;
         merged = it->second.second;
@@ -750,52 +319,6 @@ BpeTokenizer::BpeTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
 BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
-
-BpeTokenizer BpeTokenizer::load(const std::string& path) {
-  const fs::path p(path);
-  fs::path dir = p, json_file = p;
-  if (fs::is_directory(p)) {
-    json_file = p / "tokenizer.json";
-    if (!fs::exists(json_file)) {
-      if (!fs::exists(p / "vocab.json") && !fs::exists(p / "merges.txt"))
-        fail(ErrorKind::kNotFound, path + ": no tokenizer.json, nor vocab.json and merges.txt");
-      json config = fs::exists(p / "tokenizer_config.json") ? read_json((p / "tokenizer_config.json").string()) : json();
-      json j = convert_slow(p, config);
-      return BpeTokenizer(from_tokenizer_json(j, path, config, (p / "tokenizer_config.json").string()));
-    }
-  } else {
-    dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  }
-  json j = read_json(json_file.string());
-  const fs::path config_file = dir / "tokenizer_config.json";
-  json config = fs::exists(config_file) ? read_json(config_file.string()) : json();
-  return BpeTokenizer(from_tokenizer_json(j, json_file.string(), config, config_file.string()));
-}
-
-BpeTokenizer BpeTokenizer::from_json(std::string_view text, std::string name) {
-  json j = parse_json(text, name);
-  return BpeTokenizer(from_tokenizer_json(j, name, json(), name));
-}
-
-std::string BpeTokenizer::to_json() const {
-  const Impl& m = *impl_;
-  json added = json::array();
-  for (const auto& t : m.added)
-    added.push_back({{"id", t.id}, {"content", t.content}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", t.normalized}, {"special", t.special}});
-  json model = m.model_options;
-  json& vocab = model["vocab"] = json::object();
-  for (const auto& [token, id] : m.vocab) vocab[token] = id;
-  json& merges = model["merges"] = json::array();
-  for (const auto& [a, b] : m.merges) merges.push_back(json::array({*a, *b}));
-  json roles = json::object();
-  for (size_t r = 0; r < kRoles.size(); ++r) roles[kRoles[r]] = m.roles[r].empty() ? json() : json(m.roles[r]);
-  model["ember_special_tokens"] = std::move(roles);
-  json j = {{"version", "1.0"},          {"truncation", nullptr},       {"padding", nullptr},
-            {"added_tokens", added},     {"normalizer", m.normalizer},  {"pre_tokenizer", m.pre_tokenizer},
-            {"post_processor", m.post_processor}, {"decoder", m.decoder}, {"model", std::move(model)}};
-  return j.dump() + "\n";
-}
 
 namespace {
 
