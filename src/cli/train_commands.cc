@@ -141,7 +141,7 @@ int run_export(const std::string& checkpoint, const std::string& to, const std::
   if (foreign) train::check_export(foreign_type->name, to);  // before the import's notes
   auto bundle = foreign ? train::import_lerobot_bundle(checkpoint, std::nullopt, /*need_tokenizer=*/false)
                         : train::load_policy(checkpoint, at::kCPU);
-  train::export_policy(bundle, to, out);
+  for (const auto& note : train::export_policy(bundle, to, out)) std::fprintf(stderr, "ember export: note: %s\n", note.c_str());
   if (to == "lerobot")
     std::printf("wrote %s: a LeRobot %s policy (config.json, model.safetensors, processor files)\n", out.c_str(), bundle.arch->type().c_str());
   else

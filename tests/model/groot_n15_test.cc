@@ -399,7 +399,7 @@ TEST(GrootN15, ExperimentMetadataGivesTheRobot) {
 
   // the export writes the robot back (one part each), and the import reads the same again
   ember::test::TempDir out("groot_n15_meta_out");
-  type->export_dir(fs::path(out.path()) / "x", *im.arch, im.spec, im.params, im.kept, im.config);
+  EXPECT_TRUE(type->export_dir(fs::path(out.path()) / "x", *im.arch, im.spec, im.params, im.kept, im.config).empty());  // all six
   const auto written = read_ordered_json(fs::path(out.path()) / "x" / "experiment_cfg" / "metadata.json");
   ASSERT_TRUE(written.contains("so100")) << written.dump();
   EXPECT_EQ(written["so100"]["embodiment_tag"], "so100");
@@ -408,6 +408,20 @@ TEST(GrootN15, ExperimentMetadataGivesTheRobot) {
   EXPECT_EQ(again.spec.stats, im.spec.stats);
   EXPECT_EQ(again.spec.embodiment, 2);
   EXPECT_EQ(again.spec.cameras, im.spec.cameras);
+  // what Isaac-GR00T's loader will miss is said, one line each: quantiles the statistics lack, an
+  // embodiment without an N1.5 tag (no file)
+  auto lacking = im.spec;
+  for (auto& [key, stats] : lacking.stats) stats.erase("q01"), stats.erase("q99");
+  auto notes = type->export_dir(fs::path(out.path()) / "y", *im.arch, lacking, im.params, im.kept, im.config);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("has no q01, q99"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("ember data stats"), std::string::npos) << notes[0];
+  auto untagged = im.spec;
+  untagged.embodiment = 5;
+  notes = type->export_dir(fs::path(out.path()) / "z", *im.arch, untagged, im.params, im.kept, im.config);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("embodiment 5 has no GR00T-N1.5 embodiment tag"), std::string::npos) << notes[0];
+  EXPECT_FALSE(fs::exists(fs::path(out.path()) / "z" / "experiment_cfg" / "metadata.json"));
 
   // several embodiments: new_embodiment's entry, none without it
   w.write({{"gr1", metadata_entry("gr1")}, {"so100", metadata_entry("so100")}});

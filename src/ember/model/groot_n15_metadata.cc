@@ -135,10 +135,15 @@ std::optional<GrootN15Metadata> read_groot_n15_metadata(const fs::path& dir, std
   return m;
 }
 
-bool write_groot_n15_metadata(const fs::path& out, const FeatureSpec& spec, int image_size) {
+std::vector<std::string> write_groot_n15_metadata(const fs::path& out, const FeatureSpec& spec, int image_size) {
   const std::string tag = groot_n15_embodiment_tag(int(spec.embodiment));
   const auto state = spec.stats.find(spec.state_key), action = spec.stats.find(spec.action_key);
-  if (tag.empty() || state == spec.stats.end() || action == spec.stats.end()) return false;
+  if (tag.empty())
+    return {"no experiment_cfg/metadata.json: embodiment " + std::to_string(spec.embodiment) +
+            " has no GR00T-N1.5 embodiment tag (Isaac-GR00T's loader needs the robot's statistics from it)"};
+  if (state == spec.stats.end() || action == spec.stats.end())
+    return {"no experiment_cfg/metadata.json: the checkpoint has no statistics of '" + spec.state_key + "' and '" + spec.action_key + "'"};
+  std::vector<std::string> notes;
   auto part_name = [](const std::string& key) { return key.substr(key.rfind('.') + 1); };
   ojson entry = ojson::object();
   ojson modalities{{"video", ojson::object()}, {"state", ojson::object()}, {"action", ojson::object()}};
@@ -147,11 +152,18 @@ bool write_groot_n15_metadata(const fs::path& out, const FeatureSpec& spec, int 
   for (const auto& [kind, it] : {std::pair{"state", state}, std::pair{"action", action}}) {
     ojson values = ojson::object();
     int64_t len = 0;
+    std::string missing;
     for (const char* name : kStats)
       if (it->second.count(name)) {
         values[name] = it->second.at(name);
         len = int64_t(it->second.at(name).size());
+      } else {
+        missing += (missing.empty() ? "" : ", ") + std::string(name);
       }
+    if (!missing.empty())
+      notes.push_back("experiment_cfg/metadata.json: '" + it->first + "' has no " + missing +
+                      " (the training dataset's meta/stats.json had none; `ember data stats DATASET --write` computes them): "
+                      "Isaac-GR00T's loader reads min, max, mean, std, q01 and q99");
     entry["statistics"][kind][part_name(it->first)] = values;
     modalities[kind][part_name(it->first)] = ojson{{"absolute", true}, {"rotation_type", nullptr}, {"shape", {len}}, {"continuous", true}};
   }
@@ -162,7 +174,7 @@ bool write_groot_n15_metadata(const fs::path& out, const FeatureSpec& spec, int 
   AtomicFile f((out / "experiment_cfg" / "metadata.json").string());
   f.write(text.data(), text.size());
   f.commit();
-  return true;
+  return notes;
 }
 
 }  // namespace ember::model

@@ -51,8 +51,9 @@ std::optional<GrootN15Metadata> read_groot_n15_metadata(const std::filesystem::p
 
 // Writes out/experiment_cfg/metadata.json for the spec's embodiment: one state part and one action
 // part (named after the spec's keys), their statistics, its cameras at `image_size` px. Returns
-// false (writing nothing) when the spec has no state and action statistics or its embodiment
-// has no N1.5 tag.
-bool write_groot_n15_metadata(const std::filesystem::path& out, const FeatureSpec& spec, int image_size);
+// what Isaac-GR00T's loader will miss, one line each: no file (written) when the spec has no
+// state and action statistics or its embodiment has no N1.5 tag; statistics of the six it reads
+// (min, max, mean, std, q01, q99) that the spec lacks. Empty: a complete file.
+std::vector<std::string> write_groot_n15_metadata(const std::filesystem::path& out, const FeatureSpec& spec, int image_size);
 
 }  // namespace ember::model

@@ -217,7 +217,7 @@ PolicyType groot_policy_type() {
                     const nlohmann::ordered_json& config) {
     const auto& shape = dynamic_cast<const GrootArch&>(arch).shape();
     write_groot_n15(out, shape, params, kept, config);
-    write_groot_n15_metadata(out, spec, shape.base.vision.image_size);
+    return write_groot_n15_metadata(out, spec, shape.base.vision.image_size);
   };
   t.export_format = "groot_n15";
   t.trains_own_tokenizer = true;

@@ -79,7 +79,10 @@ PolicyType pi05_policy_type() {
   t.import_dir = import_dir;
   t.export_dir = [](const std::filesystem::path& out, const PolicyArch& arch, const FeatureSpec& spec,
                     const std::map<std::string, at::Tensor>& params, const std::map<std::string, at::Tensor>& kept,
-                    const nlohmann::ordered_json& config) { write_lerobot_pi05(out, arch.base(), spec, params, kept, config); };
+                    const nlohmann::ordered_json& config) {
+    write_lerobot_pi05(out, arch.base(), spec, params, kept, config);
+    return std::vector<std::string>{};
+  };
   t.export_format = "lerobot";
   return t;
 }

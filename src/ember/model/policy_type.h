@@ -85,8 +85,9 @@ struct PolicyType : PolicyTypeInfo {
   // Reference layouts (LeRobot / openpi directories); null where the type has none.
   std::function<bool(const std::filesystem::path&)> is_foreign_dir;
   std::function<ImportedPolicy(const std::filesystem::path&)> import_dir;
-  // writes `params` (this type's names) as the reference's policy directory `out`
-  std::function<void(const std::filesystem::path& out, const PolicyArch&, const FeatureSpec&,
+  // writes `params` (this type's names) as the reference's policy directory `out`; returns what
+  // the directory lacks for the reference's loaders, one line each (empty: nothing)
+  std::function<std::vector<std::string>(const std::filesystem::path& out, const PolicyArch&, const FeatureSpec&,
                      const std::map<std::string, at::Tensor>& params, const std::map<std::string, at::Tensor>& kept,
                      const nlohmann::ordered_json& config)>
       export_dir;

@@ -116,12 +116,12 @@ void check_export(const std::string& type_name, const std::string& format) {
   }
 }
 
-void export_policy(const PolicyBundle& b, const std::string& format, const fs::path& out) {
+std::vector<std::string> export_policy(const PolicyBundle& b, const std::string& format, const fs::path& out) {
   check_export(b.arch->type(), format);
   const auto& type = model::policy_type(b.arch->type());
   std::map<std::string, at::Tensor> params;
   for (const auto& p : b.module->named_parameters()) params[p.key()] = p.value();
-  type.export_dir(out, *b.arch, b.spec, params, b.lerobot_unused, b.lerobot_config);
+  return type.export_dir(out, *b.arch, b.spec, params, b.lerobot_unused, b.lerobot_config);
 }
 
 void copy_parameters(torch::nn::Module& dst, const torch::nn::Module& src) {

@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "ember/model/policy_type.h"
 #include "ember/model/tokenizer.h"
@@ -61,7 +63,8 @@ PolicyBundle import_lerobot_bundle(const std::filesystem::path& dir, const std::
 // `ember export --checkpoint DIR --to FORMAT OUT`: writes the bundle as its type's reference
 // directory (pi05: a LeRobot policy, the type's export_dir). OUT must be absent or empty.
 // Throws kInvalidArgument naming the type when it has no export to FORMAT.
-void export_policy(const PolicyBundle& bundle, const std::string& format, const std::filesystem::path& out);
+// Returns what the directory lacks for the reference's loaders, one line each.
+std::vector<std::string> export_policy(const PolicyBundle& bundle, const std::string& format, const std::filesystem::path& out);
 // The check export_policy makes first, for a policy of type `type_name` (before loading one).
 void check_export(const std::string& type_name, const std::string& format);
 
