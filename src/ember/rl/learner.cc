@@ -141,7 +141,7 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   auto& policy = *state_.module;
   // the KL is a measurement (no term of the loss): on every kl_every-th micro-batch only
   const bool measure_kl = micro_batches_++ % options_.kl_every == 0;
-  at::Tensor features, entropy, sigma_mean;
+  at::Tensor features, entropy;
   Surrogate s;
   int64_t terms = 0;
   NoiseHeadImpl* head = noise_head_ ? noise_head_.get() : nullptr;
@@ -155,8 +155,8 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
     terms = lp.numel();
     s = clipped_surrogate(lp, old, adv, options_.clip, ref);
     if (!entropy.defined()) return s.loss_sum;
-    // the bonus per term, as the surrogate's sum is: the step divides both by the terms
-    return s.loss_sum - options_.entropy_bonus * entropy.sum() * (double(terms) / double(entropy.numel()));
+    // one term and one entropy per chunk: the step divides both sums by the terms
+    return s.loss_sum - options_.entropy_bonus * entropy.sum();
   });
   if (entropy.defined()) {
     auto add_sum = [](at::Tensor& sum, const at::Tensor& v) { sum = sum.defined() ? sum + v.detach() : v.detach(); };

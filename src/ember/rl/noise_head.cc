@@ -1,11 +1,10 @@
 #include "ember/rl/noise_head.h"
 
-#include <ATen/core/grad_mode.h>
-
 #include <cmath>
 #include <string>
 
 #include "ember/core/error.h"
+#include "ember/train/policy_checkpoint.h"
 
 namespace ember::rl {
 
@@ -30,15 +29,8 @@ at::Tensor NoiseHeadImpl::forward(const at::Tensor& hidden) {
 NoiseHead clone_noise_head(const NoiseHeadImpl& src, const at::Device& device) {
   NoiseHead out(src.width, src.action_dim, src.lo, src.hi);
   out->to(device);
-  copy_noise_head(*out, src);
+  train::copy_parameters(*out, src);
   return out;
-}
-
-void copy_noise_head(NoiseHeadImpl& dst, const NoiseHeadImpl& src) {
-  at::NoGradGuard no_grad;
-  auto d = dst.parameters(), s = src.parameters();
-  if (d.size() != s.size()) throw Error(ErrorKind::kInternal, "copy_noise_head: heads of different layouts");
-  for (size_t i = 0; i < d.size(); ++i) d[i].copy_(s[i]);
 }
 
 }  // namespace ember::rl

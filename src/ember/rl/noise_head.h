@@ -35,9 +35,7 @@ class NoiseHeadImpl : public torch::nn::Module {
 TORCH_MODULE(NoiseHead);
 
 // A head of src's sizes with src's weights, on device (the rollout's copy, the learner's
-// reference for the KL).
+// reference for the KL). Later copies: train::copy_parameters.
 NoiseHead clone_noise_head(const NoiseHeadImpl& src, const at::Device& device);
-// dst := src's weights (same sizes).
-void copy_noise_head(NoiseHeadImpl& dst, const NoiseHeadImpl& src);
 
 }  // namespace ember::rl

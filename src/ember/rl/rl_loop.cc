@@ -287,14 +287,14 @@ struct Policies {
     broadcast_parameters(*bundle.module);
     if (value) {
       broadcast_parameters(*value);
-      copy_value_head(*rollout_value, *value);
+      train::copy_parameters(*rollout_value, *value);
     }
     if (noise_head) broadcast_parameters(*noise_head);
     options = learner_options(c, bundle.spec.action_dim);
     learner = std::make_unique<Learner>(bundle.module, train::copy_module(bundle, rt.device), rt.device, options, value, ranks, noise_head);
     if (resume) {
       from = restore(resume->dir, *learner, rt.device);
-      if (value) copy_value_head(*rollout_value, *value);
+      if (value) train::copy_parameters(*rollout_value, *value);
     }
     if (noise_head) {
       rollout_noise_head = clone_noise_head(*noise_head, rt.rollout_device);  // after the resume's weights

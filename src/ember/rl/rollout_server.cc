@@ -68,8 +68,8 @@ std::future<PolicyResponse> RolloutServer::submit(model::PolicySample sample, ui
 void RolloutServer::swap_weights(model::PolicyModuleImpl& from, int64_t version, const ValueHeadImpl* value, const NoiseHeadImpl* noise_head) {
   std::lock_guard<std::mutex> lock(weights_mu_);
   train::copy_parameters(*policy_, from);
-  if (value && value_) copy_value_head(*value_, *value);
-  if (noise_head && noise_head_) copy_noise_head(*noise_head_, *noise_head);
+  if (value && value_) train::copy_parameters(*value_, *value);
+  if (noise_head && noise_head_) train::copy_parameters(*noise_head_, *noise_head);
   if (graphs_) {
     auto now = weight_pointers(*policy_);
     if (now != weight_ptrs_) graphs_->clear(), weight_ptrs_ = std::move(now);  // replaced, not copied into

@@ -46,10 +46,4 @@ Gae gae(const std::vector<double>& rewards, const std::vector<double>& values, d
   return g;
 }
 
-void copy_value_head(ValueHeadImpl& dst, const ValueHeadImpl& src) {
-  at::NoGradGuard no_grad;
-  auto d = dst.parameters(), s = src.parameters();
-  for (size_t i = 0; i < d.size(); ++i) d[i].copy_(s[i]);
-}
-
 }  // namespace ember::rl

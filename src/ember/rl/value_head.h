@@ -43,7 +43,4 @@ struct Gae {
 // rewards and values of one trajectory's chunks (same length).
 Gae gae(const std::vector<double>& rewards, const std::vector<double>& values, double gamma, double lambda);
 
-// dst := src's weights (same shape).
-void copy_value_head(ValueHeadImpl& dst, const ValueHeadImpl& src);
-
 }  // namespace ember::rl
