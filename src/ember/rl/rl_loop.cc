@@ -22,6 +22,7 @@
 #include "ember/rl/env_worker.h"
 #include "ember/rl/grpo.h"
 #include "ember/rl/policy_setup.h"
+#include "ember/rl/rl_resume.h"
 #include "ember/sim/gl_context.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/checkpointer.h"
@@ -50,71 +51,6 @@ struct Counters {
   Clock::time_point at;
   int64_t waits_ns = 0, env_steps = 0, rollout_ns = 0, learner_ns = 0, batches = 0, requests = 0;
 };
-
-// --resume: `flag` must have the value `now` that the run being resumed had (its rl_config.json);
-// `before`: the value in files from before the flag.
-void must_keep(const fs::path& checkpoint, const std::string& flag, const std::string& now, const std::string& before) {
-  const auto file = (checkpoint / "rl_config.json").string();
-  const auto saved = read_json_file(file);
-  std::string was = before;
-  if (const nlohmann::json* v = saved_rl_field(saved, flag)) {
-    if (v->is_string()) was = v->get<std::string>();
-    else if (v->is_number_integer()) was = std::to_string(v->get<int64_t>());
-    else throw Error(ErrorKind::kCorruption, file + ": \"" + flag + "\" is " + v->dump());
-  }
-  if (now != was)
-    throw Error(ErrorKind::kInvalidArgument,
-                "--" + flag + "=" + now + ": the run being resumed used '" + was + "' (" + file + "); resume it with --" + flag + "=" + was);
-}
-
-std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
-  std::error_code ec;
-  if (fs::exists(c.output_dir, ec) && !fs::is_directory(c.output_dir, ec))
-    throw Error(ErrorKind::kInvalidArgument, "--output_dir=" + c.output_dir + ": exists and is not a directory");
-  if (c.resume) {
-    auto latest = train::find_latest_checkpoint(c.output_dir);
-    if (!latest) throw Error(ErrorKind::kNotFound, "--resume: no complete checkpoint under " + (fs::path(c.output_dir) / "checkpoints").string());
-    // the sampler the run optimised: a run from before these flags used a fixed std on the
-    // policy's own steps (what it trained is checked once the policy's size settles --rl.train:
-    // Policies)
-    must_keep(latest->dir, "rl.noise_method", c.noise_method, "every_step");
-    must_keep(latest->dir, "rl.denoise_steps", std::to_string(c.denoise_steps), "0");
-    return latest;
-  }
-  if (!train::list_checkpoints(c.output_dir).empty())
-    throw Error(ErrorKind::kInvalidArgument, "--output_dir=" + c.output_dir + " already holds checkpoints: pass --resume to continue, or choose a new --output_dir");
-  return std::nullopt;
-}
-
-struct Resumed {
-  int64_t step = 0, env_steps = 0;
-};
-
-Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device) {
-  train::restore_policy(dir, learner.params());
-  train::restore_optimizer(dir / "optimizer.safetensors", learner.optimizer(), device);
-  if (learner.value()) {
-    auto vw = (dir / "value_head.safetensors").string();
-    if (!fs::exists(vw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + vw + " is missing (was this run --rl.algo=grpo?)");
-    model::load_into(learner.value_params(), model::load_tensors(vw), vw);
-    train::restore_optimizer(dir / "value_optimizer.safetensors", *learner.value_optimizer(), device);
-  }
-  if (learner.noise_head()) {
-    auto nw = (dir / "noise_head.safetensors").string();
-    if (!fs::exists(nw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + nw + " is missing (was this run --rl.noise_method=flow_noise?)");
-    model::load_into(learner.noise_params(), model::load_tensors(nw), nw);
-  }
-  const auto file = dir / "rl_state.json";
-  const auto j = read_json_file(file.string());
-  Resumed r;
-  r.step = train::checked_step(j, file, dir);
-  try {
-    r.env_steps = j.at("env_steps").get<int64_t>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::kCorruption, file.string() + ": " + e.what());
-  }
-  return r;
-}
 
 // A fresh policy's and value head's initialisation seeds the process's global generator and
 // draws from it: two runs in one process (the ranks of rl_dist_test, as threads) take turns.
