@@ -27,7 +27,7 @@
 #   POLICY_TYPE    pi05 | groot (--policy.type; groot's small preset is docs/groot.md's)
 #   GROOT_FLAGS    groot only, before TRAIN_EXTRA: default the from-scratch set (docs/groot.md,
 #                  bench/results/groot_scratch_ember10_h200_2026-12-03.md: 67.6 % with small's
-#                  pixel-shuffle layout before 2026-12-04; N1.5's layout not yet measured): the backbone
+#                  pixel-shuffle layout; N1.5's own layout 50.2 %, ..._2026-12-05): the backbone
 #                  trained, torch.nn.Linear's init in the embodiment heads, pi0.5's normalisation,
 #                  prompt and loss mask; GROOT_FLAGS= (empty) trains with N1.5's defaults
 #   TRAIN_EXTRA    more `ember train` flags, e.g. --dataset.image_transforms.enable=true

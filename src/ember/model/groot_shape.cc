@@ -23,11 +23,12 @@ GrootShape groot_preset_shape(std::string_view preset) {
     return s;
   }
   if (preset == "small") {
-    // N1.5's Eagle layout: no pixel shuffle (every patch a prefix token, as pi0.5 small's), one
-    // Linear to the language model. Until 2026-12-04 small merged 2 x 2 patches through
-    // LayerNorm + MLP (Eagle's other layout): a quarter of the tokens, 67.6 % on ember10
-    s.base.vision = {224, 14, 384, 6, 6, 1536, 1};
-    s.connector_layers = 1;
+    // Eagle's pixel-shuffle layout: 2 x 2 patches merged into one prefix token, LayerNorm + MLP
+    // to the language model (connector_layers 2). N1.5's own layout (every patch a token, one
+    // Linear; the n15 preset's) made small worse on ember10: 50.2 % against 67.6 %
+    // (bench/results/groot_small_layout_ember10_h200_2026-12-05.md)
+    s.base.vision = {224, 14, 384, 6, 6, 1536, 2};
+    s.connector_layers = 2;
     s.base.lm = {768, 6, 12, 4, 64, 3072};
     s.base.vocab = 2048;
     s.backbone_dim = 768;
