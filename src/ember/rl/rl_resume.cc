@@ -45,17 +45,17 @@ std::optional<train::CheckpointRef> resume_point(const RlConfig& c) {
 Resumed restore(const fs::path& dir, Learner& learner, const at::Device& device) {
   train::restore_policy(dir, learner.params());
   train::restore_optimizer(dir / "optimizer.safetensors", learner.optimizer(), device);
+  // a head the run has: its weights file must be there (`other`: the flag of a run without it)
+  auto load_head = [&](const std::string& name, const model::NamedTensors& params, const std::string& other) {
+    const auto file = (dir / name).string();
+    if (!fs::exists(file)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + file + " is missing (was this run " + other + "?)");
+    model::load_into(params, model::load_tensors(file), file);
+  };
   if (learner.value()) {
-    auto vw = (dir / "value_head.safetensors").string();
-    if (!fs::exists(vw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + vw + " is missing (was this run --rl.algo=grpo?)");
-    model::load_into(learner.value_params(), model::load_tensors(vw), vw);
+    load_head("value_head.safetensors", learner.value_params(), "--rl.algo=grpo");
     train::restore_optimizer(dir / "value_optimizer.safetensors", *learner.value_optimizer(), device);
   }
-  if (learner.noise_head()) {
-    auto nw = (dir / "noise_head.safetensors").string();
-    if (!fs::exists(nw)) throw Error(ErrorKind::kInvalidArgument, "--resume: " + nw + " is missing (was this run --rl.noise_method=flow_noise?)");
-    model::load_into(learner.noise_params(), model::load_tensors(nw), nw);
-  }
+  if (learner.noise_head()) load_head("noise_head.safetensors", learner.noise_params(), "--rl.noise_method=flow_noise");
   const auto file = dir / "rl_state.json";
   const auto j = read_json_file(file.string());
   Resumed r;
