@@ -457,6 +457,19 @@ TEST(RlLoop, SyncResumeContinuesTheRunUnderPpo) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_resume_sync_ppo");
   expect_resume_continues("ppo", dir.path());
+  // a PPO checkpoint without its value head is refused by the file's name, not resumed without it
+  auto latest = train::find_latest_checkpoint(dir.path() + "/parts");
+  ASSERT_TRUE(latest);
+  const auto head = latest->dir / "value_head.safetensors";
+  ASSERT_TRUE(std::filesystem::remove(head));
+  auto c = exact_tiny_run(dir.path() + "/parts");
+  c.algo = "ppo", c.groups_per_step = 2, c.max_episode_steps = 16, c.resume = true, c.iterations = 4;
+  try {
+    run_rl(c);
+    ADD_FAILURE() << "resumed without " << head;
+  } catch (const Error& e) {  // the checkpoint's checksums.json lists it: found missing there first
+    EXPECT_NE(std::string(e.what()).find(head.string() + ": missing"), std::string::npos) << e.what();
+  }
 }
 
 // Flow-Noise: the std head is trained, checkpointed (noise_head.safetensors, its moments in
