@@ -18,6 +18,7 @@
 #include "ember/rl/policy_setup.h"
 #include "ember/rl/rl_config.h"
 #include "ember/rl/value_head.h"
+#include "learner_util.h"
 #include "test_util.h"
 
 namespace ember::rl {
@@ -28,44 +29,6 @@ struct OneThread : ::testing::Environment {
   void SetUp() override { at::set_num_threads(1); }
 };
 const auto* const one_thread = ::testing::AddGlobalTestEnvironment(new OneThread);
-
-model::PolicyShape tiny_shape() {
-  auto s = model::preset_shape("tiny");
-  s.vision.image_size = 16;
-  s.horizon = 4;
-  s.flow_steps = 3;
-  s.max_action_dim = 9;  // 7 real + 2 padded dims
-  model::validate(s);
-  return s;
-}
-
-// state_dim > 0: each sample carries a state (GR00T's state token reads it)
-std::vector<model::PolicySample> samples(const model::PolicyShape& shape, int n, int salt = 0, int64_t state_dim = 0) {
-  std::vector<model::PolicySample> out(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    auto& s = out[size_t(i)];
-    for (int c = 0; c < 2; ++c) {
-      s.images.push_back(at::rand({3, shape.vision.image_size, shape.vision.image_size}) * 2 - 1);
-      s.camera_slots.push_back(c);
-    }
-    s.prompt.push_back(2);
-    for (int j = 0; j < 4 + i % 3; ++j) s.prompt.push_back((salt * 31 + i * 13 + j * 5) % shape.vocab);
-    if (state_dim > 0) s.state = at::rand({state_dim}) * 2 - 1;
-  }
-  return out;
-}
-
-model::PolicyInputs inputs(const model::PolicyShape& shape, const std::vector<model::PolicySample>& s) {
-  std::vector<const model::PolicySample*> p;
-  for (const auto& x : s) p.push_back(&x);
-  return model::collate(p, shape, model::AttentionBackend::kVarlen);
-}
-
-std::vector<uint64_t> seeds(int n, uint64_t base = 7) {
-  std::vector<uint64_t> s;
-  for (int i = 0; i < n; ++i) s.push_back(base + uint64_t(i) * 1000);
-  return s;
-}
 
 // log N(y; mu, sigma^2) entry by entry in double precision over the first rows rows and d dims,
 // sigma per entry [H, >= d]
@@ -366,38 +329,6 @@ TEST(EpisodeFeed, HandsOutGroupsWithinTheBudgetAndAssemblesThem) {
   EXPECT_FALSE(feed.pop());
 }
 
-// Groups of stored chains sampled from the policy, with the given returns.
-std::vector<Group> groups(model::PolicyModuleImpl& policy, const FlowNoise& noise, const std::vector<std::vector<double>>& returns,
-                          int64_t state_dim = 0, NoiseHeadImpl* head = nullptr) {
-  std::vector<Group> out;
-  int salt = 0;
-  for (const auto& rs : returns) {
-    Group g;
-    g.id = int64_t(out.size());
-    for (double r : rs) {
-      Trajectory t;
-      t.ret = r;
-      t.success = r > 0.5;
-      auto s = samples(policy.base_shape(), 2, ++salt, state_dim);
-      Chain c = sample_chain(policy, inputs(policy.base_shape(), s), noise, seeds(2, uint64_t(salt) * 77), head);
-      for (int j = 0; j < 2; ++j)
-        t.chunks.push_back({s[size_t(j)], c.x[j], c.log_prob[j], c.noisy_step.defined() ? c.noisy_step[j].item<int64_t>() : -1, 0});
-      g.members.push_back(std::move(t));
-    }
-    out.push_back(std::move(g));
-  }
-  return out;
-}
-
-train::PolicyBundle bundle_of(const model::PolicyShape& shape, uint64_t seed) {
-  at::manual_seed(seed);
-  train::PolicyBundle b;
-  b.shape = shape;
-  b.arch = model::pi05_arch(shape);
-  b.module = b.arch->build({}, at::kCPU);
-  return b;
-}
-
 TEST(PolicySetup, DenoiseStepsRebuildThePolicyWithTheSameWeights) {
   auto shape = tiny_shape();  // 3 flow steps
   auto b = bundle_of(shape, 9);
@@ -526,7 +457,7 @@ void expect_on_policy_step_raises_better_chains(const train::PolicyBundle& b, co
     auto x = at::stack({t.chunks[0].chain, t.chunks[1].chain});
     at::Tensor steps;
     if (noise.method == NoiseMethod::kSde) steps = at::tensor(std::vector<int64_t>{t.chunks[0].noisy_step, t.chunks[1].noisy_step}, at::kLong);
-    return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise, nullptr, learner.noise_head() ? learner.noise_head().get() : nullptr)
+    return chain_log_prob(*learner.policy(), inputs(shape, ss), x, steps, noise, {.head = learner.noise_head() ? learner.noise_head().get() : nullptr})
         .sum()
         .item<double>();
   };
@@ -604,36 +535,13 @@ TEST(FlowNoise, LearnedStdIsTheHeadsAndTheLogProbTheStepsMean) {
   }
   // the learner's recomputation, with its gradient reaching the head, and the entropy
   at::Tensor entropy;
-  auto again = chain_log_prob(*policy, in, chain.x, {}, noise, nullptr, head.get(), &entropy);
+  auto again = chain_log_prob(*policy, in, chain.x, {}, noise, {.head = head.get(), .entropy = &entropy});
   EXPECT_TRUE(at::allclose(again, chain.log_prob, 1e-4, 1e-3)) << again - chain.log_prob;
   ASSERT_EQ(entropy.sizes(), (at::IntArrayRef{3}));
   EXPECT_GT(entropy.min().item<double>(), 0.5 * std::log(2 * M_PI * M_E) + std::log(0.08) - 1e-6);
   EXPECT_LT(entropy.max().item<double>(), 0.5 * std::log(2 * M_PI * M_E) + std::log(0.16) + 1e-6);
   (again.sum() + entropy.sum()).backward();
   EXPECT_GT(head->fc1->weight.grad().abs().sum().item<double>(), 0);
-}
-
-// A tiny policy of a registered type, in eval mode, on states and actions of 7 dims (padded to
-// max_action_dim), its weights drawn from `seed`.
-train::PolicyBundle tiny_of_type(const model::PolicyType& type, int max_action_dim, uint64_t seed) {
-  model::ShapeOptions o;
-  o.preset = "tiny";
-  o.horizon = 4;
-  o.flow_steps = 3;
-  o.max_action_dim = max_action_dim;
-  o.image_size = 16;
-  o.vocab = tiny_shape().vocab;
-  model::FeatureSpec spec;
-  spec.state_dim = 7;
-  spec.action_dim = 7;
-  train::PolicyBundle b;
-  b.arch = type.from_preset(o);
-  if (auto fitted = b.arch->fit_features(spec, "test", false)) b.arch = fitted;
-  b.shape = b.arch->base();
-  at::manual_seed(seed);
-  b.module = b.arch->build({}, at::kCPU);
-  b.module->eval();
-  return b;
 }
 
 // With its noise set to zero the rollout's chain is the deterministic sampler `ember eval` runs:

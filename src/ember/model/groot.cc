@@ -445,6 +445,7 @@ struct GrootPolicyImpl::Prefix : PrefixState {
   Groups groups;
   at::Tensor ctx;     // [prefix rows, backbone_dim]
   at::Tensor states;  // [n, 1, I]
+  int64_t bytes() const override { return int64_t(ctx.nbytes() + states.nbytes()); }
 };
 
 std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyInputs& in) {
@@ -452,6 +453,14 @@ std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyIn
   p->layout = make_groot_layout(in, shape);
   p->groups = make_groups(in);
   p->ctx = context(in, p->layout);
+  p->states = state_tokens(in, p->groups);
+  return p;
+}
+
+std::shared_ptr<const PrefixState> GrootPolicyImpl::refresh_prefix(const PolicyInputs& in, std::shared_ptr<const PrefixState> frozen) {
+  const auto* f = dynamic_cast<const Prefix*>(frozen.get());
+  if (!f) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  auto p = std::make_shared<Prefix>(*f);
   p->states = state_tokens(in, p->groups);
   return p;
 }

@@ -150,6 +150,8 @@ class GrootPolicyImpl : public PolicyModuleImpl {
   // pi0's convention: v = -v_N1.5 at N1.5 time 1 - t; the features are each sample's context rows'
   // mean (varlen layout). Dropout is off in the hooks (it would corrupt RL's log-probabilities).
   std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
+  // the backbone's context shared, the state tokens (the action head's state encoder) computed again
+  std::shared_ptr<const PrefixState> refresh_prefix(const PolicyInputs& in, std::shared_ptr<const PrefixState> frozen) override;
   at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                              const at::Tensor& t) override;
   // hidden: the DiT's output [m*n, H, dit_output] (after its final adaptive norm and out2, before

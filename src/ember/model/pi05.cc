@@ -194,6 +194,13 @@ PrefixCache Pi05PolicyImpl::prefix_cache(const PolicyInputs& in) {
   return cache;
 }
 
+int64_t PrefixCache::bytes() const {
+  int64_t b = 0;
+  for (const auto* part : {&keys, &values})
+    for (const auto& t : *part) b += int64_t(t.nbytes());
+  return b;
+}
+
 std::shared_ptr<const PrefixState> Pi05PolicyImpl::encode_prefix(const PolicyInputs& in) {
   return std::make_shared<PrefixCache>(prefix_cache(in));
 }

@@ -42,6 +42,7 @@ TORCH_MODULE(TowerLayer);
 // Keys and values of the prefix, per layer, for inference: [Tp, kv_heads, head_dim] each.
 struct PrefixCache : PrefixState {
   std::vector<at::Tensor> keys, values;
+  int64_t bytes() const override;
 };
 
 // How the policy computes (not what it is: checkpoints are the same whatever these say).
@@ -78,6 +79,8 @@ class Pi05PolicyImpl : public PolicyModuleImpl {
   // sampling hooks (policy.h): the prefix cache; the velocity of pi0's flow itself; the mean of
   // the last layer's prefix values over each sample's tokens (varlen layout)
   std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) override;
+  // the prefix cache is the prefix parameters' alone: shared as it is
+  std::shared_ptr<const PrefixState> refresh_prefix(const PolicyInputs&, std::shared_ptr<const PrefixState> frozen) override { return frozen; }
   at::Tensor prefix_velocity(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                              const at::Tensor& t) override;
   at::Tensor prefix_velocity_hidden(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,

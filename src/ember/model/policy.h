@@ -28,6 +28,8 @@ struct LossOut {
 // What a policy type keeps of a batch's prefix (images, prompt, state) between velocity calls.
 struct PrefixState {
   virtual ~PrefixState() = default;
+  // the bytes its tensors hold (RL's learner bounds what it keeps between passes by it)
+  virtual int64_t bytes() const = 0;
 };
 
 class PolicyModuleImpl : public torch::nn::Module {
@@ -59,6 +61,16 @@ class PolicyModuleImpl : public torch::nn::Module {
   // The prefix of `in` (its samples' images, prompts and states), computed once. Under grad mode
   // it carries gradients where the policy's prefix parameters do.
   virtual std::shared_ptr<const PrefixState> encode_prefix(const PolicyInputs& in) = 0;
+  // The prefix of `in` from `frozen`, encode_prefix(in) of a module whose prefix parameters
+  // (is_prefix_parameter) held the values this one's hold: what they computed is shared, what
+  // other parameters compute (groot's state encoder) is computed again, with this module's
+  // weights and under the current grad mode. RL's learner with the prefix frozen encodes each
+  // chunk's prefix once, without gradients, for the trained policy, the reference and every
+  // pass (rl/learner.h). The default encodes again.
+  virtual std::shared_ptr<const PrefixState> refresh_prefix(const PolicyInputs& in, std::shared_ptr<const PrefixState> frozen) {
+    (void)frozen;
+    return encode_prefix(in);
+  }
   // Velocity [m*n, H, A] of noisy actions x_t [m*n, H, A] at times t [m*n] over encode_prefix(in)
   // (n = in.samples; m copies of the samples, copy-major: row i*n + j is sample j). Dropout off.
   // Padded action dims (past the sample's embodiment) are 0 or the trained path's velocity;

@@ -149,8 +149,7 @@ Chain sample_chain(model::PolicyModuleImpl& policy, const model::PolicyInputs& i
 }
 
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& inputs, const at::Tensor& x,
-                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features, NoiseHeadImpl* head,
-                          at::Tensor* entropy) {
+                          const at::Tensor& noisy_step, const FlowNoise& noise, const LogProbExtras& extras) {
   const auto& shape = policy.base_shape();
   check(noise, shape);
   const int K = shape.flow_steps;
@@ -160,8 +159,17 @@ at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyIn
   in.plan = inputs.plan.with_mask();
   const int64_t n = in.samples, H = shape.horizon, A = shape.max_action_dim, d = noise.action_dim;
   const double dt = 1.0 / K;
-  auto prefix = policy.encode_prefix(in);
-  if (features) *features = policy.prefix_features(in, *prefix);
+  std::shared_ptr<const model::PrefixState> prefix;
+  if (auto* frozen = extras.frozen_prefix) {
+    if (!*frozen) {
+      at::NoGradGuard no_grad;
+      *frozen = policy.encode_prefix(in);
+    }
+    prefix = policy.refresh_prefix(in, *frozen);
+  } else {
+    prefix = policy.encode_prefix(in);
+  }
+  if (extras.features) *extras.features = policy.prefix_features(in, *prefix);
   if (noise.method == NoiseMethod::kSde) {
     if (!noisy_step.defined() || noisy_step.numel() != n)
       throw Error(ErrorKind::kInternal, "chain_log_prob: sde chains need their noisy steps");
@@ -184,14 +192,15 @@ at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyIn
   for (int i = 0; i < K; ++i) times.push_back(at::full({n}, step_time(i, K), x.options()));
   auto next = x.narrow(1, 1, K).transpose(0, 1).reshape({K * n, H, A});
   if (noise.method == NoiseMethod::kLearned) {
+    auto* head = extras.head;
     if (!head) throw Error(ErrorKind::kInternal, "chain_log_prob: flow_noise without its head");
     at::Tensor hidden;
     auto v = policy.prefix_velocity_hidden(in, *prefix, states, at::cat(times), hidden).to(at::kFloat);
     auto sigma = head->forward(hidden);  // [K * n, H, d]
-    if (entropy) {
+    if (extras.entropy) {
       const int64_t h = noise.rows > 0 ? std::min(noise.rows, H) : H;
       auto log_sigma = at::log(sigma.narrow(-2, 0, h)).view({K, n, -1});
-      *entropy = 0.5 * std::log(2 * M_PI * M_E) + log_sigma.mean(at::IntArrayRef{0, 2});  // [n]
+      *extras.entropy = 0.5 * std::log(2 * M_PI * M_E) + log_sigma.mean(at::IntArrayRef{0, 2});  // [n]
     }
     return gaussian_log_prob(next, states - dt * v, sigma, d, noise.rows).view({K, n}).mean(0).unsqueeze(1);  // [n, 1]
   }

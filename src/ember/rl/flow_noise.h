@@ -85,15 +85,24 @@ std::vector<at::Tensor> integrate_chain(model::PolicyModuleImpl& policy, const m
                                         const at::Tensor& eps, const at::Tensor& noisy_step, const FlowNoise& noise,
                                         NoiseHeadImpl* head = nullptr);
 
+// What chain_log_prob hands back besides log p, and what it may use.
+struct LogProbExtras {
+  at::Tensor* features = nullptr;  // set to the prefix's pooled features [n, F] (on the policy's device, no gradient; value_head.h)
+  NoiseHeadImpl* head = nullptr;   // kLearned's std head (its gradient flows through the log p)
+  // kLearned: set to each chain's mean Gaussian entropy per step, row and real dim,
+  // 0.5 log(2 pi e) + log sigma, over the rows the log p covers [n] (differentiable)
+  at::Tensor* entropy = nullptr;
+  // The policy's prefix parameters frozen: *frozen_prefix is the prefix encoded for these
+  // inputs before (by this policy or one whose prefix parameters are the same), reused through
+  // PolicyModuleImpl::refresh_prefix; when null, the prefix is encoded here without gradients
+  // and stored in it. Null pointer: the prefix is encoded under the current grad mode.
+  std::shared_ptr<const model::PrefixState>* frozen_prefix = nullptr;
+};
+
 // log p [n, T] of stored chains x [n, K+1, H, A] (kSde: with their noisy steps [n] int64) under
 // the policy's current weights, the prefix computed once; differentiable when grad mode is on.
-// features: when given, set to the prefix's pooled features [n, F] (on the policy's device,
-// no gradient; value_head.h). head: kLearned's std head (its gradient flows through the log p);
-// entropy: when given (kLearned), set to each chain's mean Gaussian entropy per step, row and
-// real dim, 0.5 log(2 pi e) + log sigma, over the rows the log p covers [n] (differentiable).
 at::Tensor chain_log_prob(model::PolicyModuleImpl& policy, const model::PolicyInputs& in, const at::Tensor& x,
-                          const at::Tensor& noisy_step, const FlowNoise& noise, at::Tensor* features = nullptr,
-                          NoiseHeadImpl* head = nullptr, at::Tensor* entropy = nullptr);
+                          const at::Tensor& noisy_step, const FlowNoise& noise, const LogProbExtras& extras = {});
 
 // log N(y; mu, std^2) summed over the real dims (the first action_dim columns) of the first rows
 // rows (0: all): [.., H, A] -> [..]. std: a number, a tensor of the leading dims' shape, or one

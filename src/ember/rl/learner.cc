@@ -145,13 +145,19 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   Surrogate s;
   int64_t terms = 0;
   NoiseHeadImpl* head = noise_head_ ? noise_head_.get() : nullptr;
+  // the prefix frozen: encoded once (by whichever call below comes first), or kept from a pass before
+  const bool frozen = !options_.train_prefix && options_.reuse_prefix;
+  std::shared_ptr<const model::PrefixState> prefix = frozen ? kept_prefix(chunks) : nullptr;
+  auto* reuse = frozen ? &prefix : nullptr;
   step_->add([&] {
     at::Tensor ref;
     if (measure_kl) {
       at::NoGradGuard no_grad;
-      ref = chain_log_prob(*reference_, in, x, noisy_step, options_.noise, nullptr, reference_noise_head_ ? reference_noise_head_.get() : nullptr);
+      ref = chain_log_prob(*reference_, in, x, noisy_step, options_.noise,
+                           {.head = reference_noise_head_ ? reference_noise_head_.get() : nullptr, .frozen_prefix = reuse});
     }
-    auto lp = chain_log_prob(policy, in, x, noisy_step, options_.noise, returns.empty() ? nullptr : &features, head, head ? &entropy : nullptr);
+    auto lp = chain_log_prob(policy, in, x, noisy_step, options_.noise,
+                             {.features = returns.empty() ? nullptr : &features, .head = head, .entropy = head ? &entropy : nullptr, .frozen_prefix = reuse});
     terms = lp.numel();
     s = clipped_surrogate(lp, old, adv, options_.clip, ref);
     if (!entropy.defined()) return s.loss_sum;
@@ -175,6 +181,42 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   if (measure_kl) add(kl_sum_, s.kl_sum), kl_terms_ += terms;
   acc_.terms += terms;
   acc_.chunks += int64_t(chunks.size());
+  if (frozen) keep_prefix(chunks, prefix);
+  ++pass_micro_batch_;
+}
+
+namespace {
+bool same_chunks(const std::vector<at::Tensor>& chains, const std::vector<const ChunkRecord*>& chunks) {
+  if (chains.size() != chunks.size()) return false;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (!chains[i].is_same(chunks[i]->chain)) return false;
+  return true;
+}
+}  // namespace
+
+std::shared_ptr<const model::PrefixState> Learner::kept_prefix(const std::vector<const ChunkRecord*>& chunks) {
+  if (pass_micro_batch_ >= kept_.size()) return nullptr;
+  const auto& k = kept_[pass_micro_batch_];
+  return k.prefix && same_chunks(k.chains, chunks) ? k.prefix : nullptr;
+}
+
+void Learner::keep_prefix(const std::vector<const ChunkRecord*>& chunks, std::shared_ptr<const model::PrefixState> prefix) {
+  if (!prefix || options_.prefix_cache_bytes <= 0) return;
+  if (kept_.size() <= pass_micro_batch_) kept_.resize(pass_micro_batch_ + 1);
+  auto& k = kept_[pass_micro_batch_];
+  if (k.prefix == prefix) return;  // reused: kept already
+  if (k.prefix) kept_bytes_ -= k.prefix->bytes();  // another pass's chunks: replaced
+  k = KeptPrefix{};
+  const int64_t add = prefix->bytes();
+  if (kept_bytes_ + add > options_.prefix_cache_bytes) return;
+  kept_bytes_ += add;
+  for (const auto* c : chunks) k.chains.push_back(c->chain);
+  k.prefix = std::move(prefix);
+}
+
+void Learner::forget_prefixes() {
+  kept_.clear();
+  kept_bytes_ = 0;
 }
 
 StepStats Learner::step(double lr_scale) {
@@ -227,6 +269,7 @@ void Learner::reset_accumulation() {
   clipped_ = kl_sum_ = old_kl_sum_ = entropy_sum_ = std_sum_ = at::Tensor();
   kl_terms_ = micro_batches_ = 0;  // each step measures its first micro-batch
   episodes_ = 0;
+  pass_micro_batch_ = 0;  // the next pass starts at the first kept prefix
 }
 
 }  // namespace ember::rl

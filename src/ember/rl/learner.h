@@ -51,6 +51,12 @@ struct LearnerOptions {
   std::array<double, 2> betas = {0.9, 0.95};  // πRL's
   double eps = 1e-8;
   double entropy_bonus = 0;  // flow_noise: the entropy's weight in the loss (πRL: 0.005)
+  // train_prefix false: each micro-batch's prefix is encoded once, without gradients, for the
+  // policy and the reference (model::PolicyModuleImpl::refresh_prefix); false: each encodes its own
+  bool reuse_prefix = true;
+  // and kept for the later passes over the same chunks (several epochs; rl_loop passes them in
+  // the same order), up to this many bytes of prefix states (0: none kept)
+  int64_t prefix_cache_bytes = 0;
 };
 
 struct StepStats {
@@ -98,6 +104,11 @@ class Learner {
   // Drops what was accumulated since the last step(), and the chunks still queued, without an
   // optimizer step. Every rank calls it where the others do (it sums nothing).
   void discard();
+  // Drops the prefixes kept for later passes (LearnerOptions::prefix_cache_bytes): the passes
+  // over this batch of chunks are done.
+  void forget_prefixes();
+  // the bytes of prefix states kept for later passes
+  int64_t kept_prefix_bytes() const { return kept_bytes_; }
 
   train::Optimizer& optimizer() { return *state_.optimizer; }
   // every parameter of the policy, the frozen ones too (checkpoints; the optimizer's are the trained)
@@ -120,6 +131,10 @@ class Learner {
   void drain(bool all);
   // forgets the accumulation: the step's figures, gradients and counters
   void reset_accumulation();
+  // the frozen prefix of the pass's next micro-batch: the one kept from an earlier pass over the
+  // same chunks, else null (chain_log_prob encodes it); keep_prefix stores it for later passes
+  std::shared_ptr<const model::PrefixState> kept_prefix(const std::vector<const ChunkRecord*>& chunks);
+  void keep_prefix(const std::vector<const ChunkRecord*>& chunks, std::shared_ptr<const model::PrefixState> prefix);
 
   std::shared_ptr<dist::Collectives> ranks_;
   std::shared_ptr<model::PolicyModuleImpl> reference_;
@@ -141,6 +156,15 @@ class Learner {
   at::Tensor clipped_, kl_sum_, old_kl_sum_, entropy_sum_, std_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
+  // prefixes kept between passes, by micro-batch in the pass; a pass's micro-batch reuses one
+  // only if its chunks are the same (their chains, held here, are the same tensors)
+  struct KeptPrefix {
+    std::vector<at::Tensor> chains;
+    std::shared_ptr<const model::PrefixState> prefix;
+  };
+  std::vector<KeptPrefix> kept_;
+  int64_t kept_bytes_ = 0;
+  size_t pass_micro_batch_ = 0;  // the micro-batch's place in the pass
 };
 
 }  // namespace ember::rl

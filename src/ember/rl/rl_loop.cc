@@ -167,6 +167,7 @@ LearnerOptions learner_options(const RlConfig& c, int64_t action_dim) {
   lo.micro_batch = int(c.micro_batch);
   lo.kl_every = int(c.kl_every);
   lo.train_prefix = c.train == "all";
+  lo.prefix_cache_bytes = c.epochs > 1 ? int64_t(c.prefix_cache_gb * double(int64_t(1) << 30)) : 0;
   lo.gamma = c.gamma;
   lo.gae_lambda = c.gae_lambda;
   lo.value_lr = c.value_lr;
@@ -417,8 +418,10 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
       if (!async || c.epochs > 1) batch.push_back(std::move(*g));  // async: kept for the later passes
     }
     // sync: in group order, whichever finished first, so that the step's sums do not depend on
-    // the workers' timing (the run is then bit-exact and resumes bit-exactly; rl_loop.h)
-    std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
+    // the workers' timing (the run is then bit-exact and resumes bit-exactly; rl_loop.h); async:
+    // the later passes in the order the first streamed them, whose micro-batches' prefixes the
+    // learner keeps (LearnerOptions::prefix_cache_bytes)
+    if (!async) std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
     // --rl.epochs: passes over the step's groups (async streamed the first), an optimizer step
     // each; the step's figures are the last pass's (its loss, KL and clip fraction), its passes
     // all of them. --rl.target_kl: a later pass that finds the weights already that far from the
@@ -437,6 +440,7 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
       passes = it.learner.micro_batches;
       ++it.epochs;
     }
+    learner.forget_prefixes();
     rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr, p.noise_head ? p.noise_head.get() : nullptr);
     it.step = step + 1;
     const Counters now = rollout.counters(learner_ns);
