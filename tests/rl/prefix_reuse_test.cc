@@ -5,8 +5,6 @@
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
-#include <chrono>
-#include <cstdio>
 
 #include "ember/rl/learner.h"
 #include "learner_util.h"
@@ -138,39 +136,5 @@ TEST(PrefixReuse, KeepsNoMoreThanItsBound) {
   EXPECT_EQ(whole.kept_prefix_bytes(), 0);
 }
 
-
-TEST(PrefixReuse, DISABLED_Timing) {
-  auto shape = model::preset_shape("small");
-  shape.vision.image_size = 112;
-  shape.horizon = 10;
-  shape.flow_steps = 4;
-  shape.max_action_dim = 32;
-  model::validate(shape);
-  at::set_num_threads(2);
-  auto b = bundle_of(shape, 4);
-  b.module->eval();
-  FlowNoise noise{0.5, 7, NoiseMethod::kSde};
-  auto gs = groups(*b.module, noise, {{1, 0, 0.5, 0.2}, {0.2, 0.9, 0.1, 1}});
-  at::Device cpu(at::kCPU);
-  for (int mode = 0; mode < 3; ++mode) {
-    LearnerOptions o;
-    o.noise = noise;
-    o.micro_batch = 8;
-    o.train_prefix = false;
-    o.reuse_prefix = mode > 0;
-    o.prefix_cache_bytes = mode == 2 ? (int64_t(1) << 30) : 0;
-    Learner l(train::copy_module(b, cpu), train::copy_module(b, cpu), cpu, o);
-    for (int rep = 0; rep < 2; ++rep) {
-      auto t0 = std::chrono::steady_clock::now();
-      for (int e = 0; e < 2; ++e) {
-        for (const auto& g : gs) l.accumulate(g);
-        l.step();
-      }
-      l.forget_prefixes();
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      printf("mode %d rep %d: %.3f s for 2 passes over 16 chunks (kept %lld)\n", mode, rep, s, (long long)l.kept_prefix_bytes());
-    }
-  }
-}
 }  // namespace
 }  // namespace ember::rl

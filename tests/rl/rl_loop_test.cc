@@ -342,6 +342,19 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   EXPECT_EQ(a.kl, 0.0);  // the start policy's own chunks
   EXPECT_GT(b.kl, 0.0);
   EXPECT_NE(b.loss, a.loss);
+  // the prefix frozen: the prefixes the first pass kept for the second change nothing
+  c.train = "expert";
+  c.output_dir = dir.path() + "/kept";
+  const auto kept = run_rl(c);
+  c.prefix_cache_gb = 0;
+  c.output_dir = dir.path() + "/encoded";
+  const auto encoded = run_rl(c);
+  const auto &k = kept.iterations.at(0).learner, &e = encoded.iterations.at(0).learner;
+  EXPECT_EQ(k.micro_batches, b.micro_batches);
+  EXPECT_NEAR(k.loss, e.loss, 1e-6 * (1 + std::abs(e.loss)));
+  EXPECT_NEAR(k.kl, e.kl, 1e-7);
+  EXPECT_NEAR(k.grad_norm, e.grad_norm, 1e-5 * e.grad_norm);
+  EXPECT_LT(largest_difference(kept.last_checkpoint, encoded.last_checkpoint), 1e-5);
 }
 
 // --rl.target_kl: with a bound no update can stay under, every pass after the first is dropped
