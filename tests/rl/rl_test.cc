@@ -754,6 +754,8 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_min_std = 0; }},
            {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_max_std = std::nan(""); }},
            {"--rl.entropy_bonus", [](RlConfig& x) { x.entropy_bonus = -0.1; }},
+           {"--rl.prefix_cache_gb", [](RlConfig& x) { x.prefix_cache_gb = -1; }},
+           {"--rl.prefix_cache_gb", [](RlConfig& x) { x.prefix_cache_gb = std::nan(""); }},
            {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},
            {"--rl.logprob_rows", [](RlConfig& x) { x.logprob_rows = "all"; }},
            {"--rl.filter_low/rl.filter_high", [](RlConfig& x) { x.filter_low = 0.8, x.filter_high = 0.2; }},
