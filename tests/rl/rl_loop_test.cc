@@ -357,6 +357,31 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   EXPECT_LT(largest_difference(kept.last_checkpoint, encoded.last_checkpoint), 1e-5);
 }
 
+// --rl.minibatches 2: each pass takes an optimizer step per half of the step's groups; the
+// second half's ratios are then off the start policy (KL > 0), the same episodes and chunks.
+TEST(RlLoop, MinibatchesStepOncePerPartOfTheGroups) {
+  if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
+  test::TempDir dir("rl_minibatches");
+  auto c = one_step_run(dir.path() + "/one");
+  const auto one = run_rl(c);
+  c.output_dir = dir.path() + "/two";
+  c.minibatches = 2;
+  const auto two = run_rl(c);
+  ASSERT_EQ(one.iterations.size(), 1u);
+  ASSERT_EQ(two.iterations.size(), 1u);
+  const auto &a = one.iterations[0].learner, &b = two.iterations[0].learner;
+  ASSERT_GT(a.micro_batches, 0) << "the step had no group to learn from";
+  EXPECT_EQ(b.success, a.success);  // the same episodes, all of them in the figures
+  EXPECT_EQ(b.chunks, a.chunks);
+  EXPECT_EQ(b.groups, a.groups);
+  EXPECT_EQ(a.kl, 0.0);  // one step from the start policy's own chunks
+  EXPECT_GT(b.kl, 0.0);  // the second part learned after the first's step
+  EXPECT_GT(largest_difference(one.last_checkpoint, two.last_checkpoint), 0.0);
+  c.minibatches = 3;  // more parts than the step's two groups
+  c.output_dir = dir.path() + "/three";
+  EXPECT_NE(test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument).find("--rl.minibatches"), std::string::npos);
+}
+
 // --rl.target_kl: with a bound no update can stay under, every pass after the first is dropped
 // without an optimizer step, so the step equals a one-pass step; with a bound no pass reaches,
 // all passes step.

@@ -581,6 +581,30 @@ TEST(Learner, GrootOnPolicyStepRaisesTheLikelihoodOfBetterChains) {
   expect_on_policy_step_raises_better_chains(b, FlowNoise{0, 7, NoiseMethod::kLearned}, 7, head);
 }
 
+// A pass's optimizer steps reported as one: counts summed, means weighted by what they are means over.
+TEST(Learner, CombinedStepsWeighTheirFigures) {
+  StepStats a, b;
+  a.terms = 10, a.chunks = 5, a.groups = 1, a.micro_batches = 1, a.flat_groups = 1;
+  a.success = 1.0, a.ret = 2.0, a.loss = 0.5, a.kl = 0.0, a.clip_frac = 0.0, a.grad_norm = 1.0, a.value_loss = 0.2;
+  b.terms = 30, b.chunks = 15, b.groups = 3, b.micro_batches = 2, b.filtered_groups = 1;
+  b.success = 0.0, b.ret = 1.0, b.loss = 1.5, b.kl = 0.4, b.clip_frac = 0.2, b.grad_norm = 3.0, b.value_loss = 0.6;
+  auto c = combine({a, b});
+  EXPECT_EQ(c.terms, 40);
+  EXPECT_EQ(c.chunks, 20);
+  EXPECT_EQ(c.groups, 4);
+  EXPECT_EQ(c.micro_batches, 3);
+  EXPECT_EQ(c.flat_groups, 1);
+  EXPECT_EQ(c.filtered_groups, 1);
+  EXPECT_DOUBLE_EQ(c.success, 0.25);
+  EXPECT_DOUBLE_EQ(c.ret, 1.25);
+  EXPECT_DOUBLE_EQ(c.loss, 1.25);
+  EXPECT_DOUBLE_EQ(c.kl, 0.3);
+  EXPECT_DOUBLE_EQ(c.clip_frac, 0.15);
+  EXPECT_DOUBLE_EQ(c.grad_norm, 2.5);
+  EXPECT_DOUBLE_EQ(c.value_loss, 0.5);
+  EXPECT_EQ(combine({a}).loss, 0.5);
+}
+
 TEST(Ppo, GaeByHand) {
   const std::vector<double> r{0.5, -0.2, 1.0}, v{0.1, 0.3, -0.4};
   const double g = 0.9, l = 0.8;
@@ -754,6 +778,8 @@ TEST(RlConfig, BadFlagsAreNamed) {
            {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_min_std = 0; }},
            {"--rl.noise_min_std/rl.noise_max_std", [](RlConfig& x) { x.noise_max_std = std::nan(""); }},
            {"--rl.entropy_bonus", [](RlConfig& x) { x.entropy_bonus = -0.1; }},
+           {"--rl.minibatches", [](RlConfig& x) { x.minibatches = 0; }},
+           {"--rl.minibatches", [](RlConfig& x) { x.minibatches = x.groups_per_step + 1; }},
            {"--rl.prefix_cache_gb", [](RlConfig& x) { x.prefix_cache_gb = -1; }},
            {"--rl.prefix_cache_gb", [](RlConfig& x) { x.prefix_cache_gb = std::nan(""); }},
            {"--rl.denoise_steps", [](RlConfig& x) { x.denoise_steps = -1; }},

@@ -182,7 +182,6 @@ void Learner::micro_step(const std::vector<const ChunkRecord*>& chunks, const st
   acc_.terms += terms;
   acc_.chunks += int64_t(chunks.size());
   if (frozen) keep_prefix(chunks, prefix);
-  ++pass_micro_batch_;
 }
 
 namespace {
@@ -195,21 +194,23 @@ bool same_chunks(const std::vector<at::Tensor>& chains, const std::vector<const 
 }  // namespace
 
 std::shared_ptr<const model::PrefixState> Learner::kept_prefix(const std::vector<const ChunkRecord*>& chunks) {
-  if (pass_micro_batch_ >= kept_.size()) return nullptr;
-  const auto& k = kept_[pass_micro_batch_];
-  return k.prefix && same_chunks(k.chains, chunks) ? k.prefix : nullptr;
+  if (chunks.empty()) return nullptr;
+  auto k = kept_.find(chunks[0]->chain.unsafeGetTensorImpl());
+  return k != kept_.end() && same_chunks(k->second.chains, chunks) ? k->second.prefix : nullptr;
 }
 
 void Learner::keep_prefix(const std::vector<const ChunkRecord*>& chunks, std::shared_ptr<const model::PrefixState> prefix) {
-  if (!prefix || options_.prefix_cache_bytes <= 0) return;
-  if (kept_.size() <= pass_micro_batch_) kept_.resize(pass_micro_batch_ + 1);
-  auto& k = kept_[pass_micro_batch_];
-  if (k.prefix == prefix) return;  // reused: kept already
-  if (k.prefix) kept_bytes_ -= k.prefix->bytes();  // another pass's chunks: replaced
-  k = KeptPrefix{};
+  if (!prefix || chunks.empty() || options_.prefix_cache_bytes <= 0) return;
+  const void* key = chunks[0]->chain.unsafeGetTensorImpl();
+  if (auto k = kept_.find(key); k != kept_.end()) {
+    if (k->second.prefix == prefix) return;  // reused: kept already
+    kept_bytes_ -= k->second.prefix->bytes();  // other chunks behind the same first one: replaced
+    kept_.erase(k);
+  }
   const int64_t add = prefix->bytes();
   if (kept_bytes_ + add > options_.prefix_cache_bytes) return;
   kept_bytes_ += add;
+  auto& k = kept_[key];
   for (const auto* c : chunks) k.chains.push_back(c->chain);
   k.prefix = std::move(prefix);
 }
@@ -269,7 +270,25 @@ void Learner::reset_accumulation() {
   clipped_ = kl_sum_ = old_kl_sum_ = entropy_sum_ = std_sum_ = at::Tensor();
   kl_terms_ = micro_batches_ = 0;  // each step measures its first micro-batch
   episodes_ = 0;
-  pass_micro_batch_ = 0;  // the next pass starts at the first kept prefix
+}
+
+StepStats combine(const std::vector<StepStats>& steps) {
+  if (steps.size() == 1) return steps[0];
+  StepStats out;
+  double groups = 0, terms = 0, chunks = 0;
+  for (const auto& s : steps) {
+    out.terms += s.terms, out.chunks += s.chunks, out.groups += s.groups, out.flat_groups += s.flat_groups;
+    out.filtered_groups += s.filtered_groups, out.micro_batches += s.micro_batches;
+    const double g = double(s.groups), t = double(s.terms), c = double(s.chunks);
+    out.success += g * s.success, out.ret += g * s.ret, groups += g;
+    out.loss += t * s.loss, out.kl += t * s.kl, out.clip_frac += t * s.clip_frac, out.grad_norm += t * s.grad_norm, terms += t;
+    out.value_loss += c * s.value_loss, out.entropy += c * s.entropy, out.noise_std += c * s.noise_std, chunks += c;
+  }
+  auto mean = [](double& v, double w) { v = w > 0 ? v / w : 0.0; };
+  mean(out.success, groups), mean(out.ret, groups);
+  for (double* v : {&out.loss, &out.kl, &out.clip_frac, &out.grad_norm}) mean(*v, terms);
+  for (double* v : {&out.value_loss, &out.entropy, &out.noise_std}) mean(*v, chunks);
+  return out;
 }
 
 }  // namespace ember::rl

@@ -25,6 +25,7 @@
 
 #include <array>
 #include <memory>
+#include <unordered_map>
 
 #include "ember/rl/flow_noise.h"
 #include "ember/rl/noise_head.h"
@@ -131,8 +132,8 @@ class Learner {
   void drain(bool all);
   // forgets the accumulation: the step's figures, gradients and counters
   void reset_accumulation();
-  // the frozen prefix of the pass's next micro-batch: the one kept from an earlier pass over the
-  // same chunks, else null (chain_log_prob encodes it); keep_prefix stores it for later passes
+  // the frozen prefix of a micro-batch: the one kept from an earlier pass over the same chunks,
+  // else null (chain_log_prob encodes it); keep_prefix stores it for later passes
   std::shared_ptr<const model::PrefixState> kept_prefix(const std::vector<const ChunkRecord*>& chunks);
   void keep_prefix(const std::vector<const ChunkRecord*>& chunks, std::shared_ptr<const model::PrefixState> prefix);
 
@@ -156,15 +157,19 @@ class Learner {
   at::Tensor clipped_, kl_sum_, old_kl_sum_, entropy_sum_, std_sum_;
   int64_t kl_terms_ = 0, micro_batches_ = 0;
   int64_t episodes_ = 0;
-  // prefixes kept between passes, by micro-batch in the pass; a pass's micro-batch reuses one
-  // only if its chunks are the same (their chains, held here, are the same tensors)
+  // prefixes kept between passes, by their micro-batch's first chunk's chain; a micro-batch
+  // reuses one only if its chunks are the same (their chains, held here, are the same tensors)
   struct KeptPrefix {
     std::vector<at::Tensor> chains;
     std::shared_ptr<const model::PrefixState> prefix;
   };
-  std::vector<KeptPrefix> kept_;
+  std::unordered_map<const void*, KeptPrefix> kept_;
   int64_t kept_bytes_ = 0;
-  size_t pass_micro_batch_ = 0;  // the micro-batch's place in the pass
 };
+
+// The figures of several optimizer steps as one (--rl.minibatches: a pass's steps): counts
+// summed, success and return weighted by groups, the loss, KL, clip fraction and gradient norm
+// by terms, the value loss, entropy and std by chunks.
+StepStats combine(const std::vector<StepStats>& steps);
 
 }  // namespace ember::rl

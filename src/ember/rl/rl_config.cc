@@ -97,6 +97,8 @@ void RlFields::operator()(C& c, V&& v) const {
   v("rl.kl_every", c.kl_every, Choices{}, "measure the KL to the start policy on every N-th micro-batch");
   v("rl.epochs", c.epochs, Choices{},
     "passes over each step's groups, each ending in an optimizer step; passes after the first learn from ratios away from 1, which the clip bounds (PPO's epochs)");
+  v("rl.minibatches", c.minibatches, Choices{},
+    "optimizer steps per pass: the step's groups (each rank's) split into this many parts in the order learned, an optimizer step each (PPO's mini-batches; RLinf's pi0.5 LIBERO recipe takes 3 of 2,048 chunks per pass)");
   v("rl.prefix_cache_gb", c.prefix_cache_gb, Choices{},
     "the prefix frozen (--rl.train expert) and several --rl.epochs: each chunk's prefix is encoded once and kept for the later passes, up to this many GiB (the rest encoded again; 0: none kept)");
   v("rl.target_kl", c.target_kl, Choices{},
@@ -173,6 +175,7 @@ void validate(const RlConfig& c) {
   require(c.micro_batch > 0 && c.micro_batch <= 65536, "rl.micro_batch", "must be in 1..65536");
   require(c.kl_every > 0 && c.kl_every <= kMaxCount, "rl.kl_every", "must be in 1..1000000000");
   require(c.epochs >= 1 && c.epochs <= 100, "rl.epochs", "must be 1..100");
+  require(c.minibatches >= 1 && c.minibatches <= c.groups_per_step, "rl.minibatches", "must be 1..--rl.groups_per_step");
   require(c.prefix_cache_gb >= 0 && c.prefix_cache_gb <= 4096, "rl.prefix_cache_gb", "must be 0..4096");
   require(c.target_kl >= 0 && std::isfinite(c.target_kl), "rl.target_kl", "must be a finite number >= 0");
   require(c.train == "auto" || c.train == "all" || c.train == "expert", "rl.train", "expected auto, all or expert, got '" + c.train + "'");

@@ -93,7 +93,8 @@ struct RlConfig {
   int64_t critic_warmup = 0;
   int64_t micro_batch = 16;       // chunks per learner micro-batch
   int64_t kl_every = 1;           // the KL to the start policy on every N-th micro-batch
-  int64_t epochs = 1;             // passes over each step's groups, an optimizer step each (PPO's epochs)
+  int64_t epochs = 1;             // passes over each step's groups (PPO's epochs) ...
+  int64_t minibatches = 1;        // ... each split into this many parts of the groups, an optimizer step each
   double prefix_cache_gb = 8;     // the prefix frozen, several epochs: prefix states kept between passes, up to this
   double target_kl = 0;           // > 0: a later pass whose KL from the sampling policy passes this is
                                   // dropped, and the step's passes end there (0: every pass steps)

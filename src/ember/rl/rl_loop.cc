@@ -135,6 +135,9 @@ struct Runtime {
       throw Error(ErrorKind::kInvalidArgument, "--rl.groups_per_step=" + std::to_string(c.groups_per_step) + ": not a multiple of the job's " +
                                                    std::to_string(world) + " ranks (each rank runs an equal share)");
     groups_per_rank = c.groups_per_step / world;
+    if (c.minibatches > groups_per_rank)
+      throw Error(ErrorKind::kInvalidArgument, "--rl.minibatches=" + std::to_string(c.minibatches) + ": more than each rank's " +
+                                                   std::to_string(groups_per_rank) + " groups of a step");
     for (const auto* t : sim::select_tasks(sim::find_suite(c.suite), c.tasks)) {
       specs.push_back(*t);
       if (c.max_episode_steps > 0) specs.back().max_steps = int(c.max_episode_steps);
@@ -396,10 +399,22 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
   };
   RlResult result;
   Counters before = rollout.counters(learner_ns);
+  // --rl.minibatches: mini-batch k of a pass is the groups [part(k), part(k + 1)) in the order learned
+  const int64_t parts = c.minibatches;
+  auto part = [&](int64_t k) { return k * gps / parts; };
   for (int64_t step = p.from.step; step < c.iterations; ++step) {
     IterationStats it;
+    const double lr_scale = policy_lr_scale(step, c.critic_warmup, c.lr_warmup);
+    // the optimizer steps of the pass under way (its figures are the step's) and of all passes
+    std::vector<StepStats> pass;
+    int64_t micro_batches = 0;
+    auto learn = [&] {
+      timed([&] { pass.push_back(learner.step(lr_scale)); });
+      micro_batches += pass.back().micro_batches;
+    };
     // this rank's share of the step's groups, the too stale dropped (async streams them into
-    // the learner as they come; sync learns from them once complete, below)
+    // the learner as they come, an optimizer step at the end of each mini-batch; sync learns
+    // from them once complete, below)
     release(step);
     std::vector<Group> batch;
     double stale = 0;
@@ -414,7 +429,10 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
       }
       stale += double(step - oldest);
       ++used;
-      if (async) timed([&] { learner.accumulate(*g); });
+      if (async) {
+        timed([&] { learner.accumulate(*g); });
+        if (used == part(int64_t(pass.size()) + 1)) learn();
+      }
       if (!async || c.epochs > 1) batch.push_back(std::move(*g));  // async: kept for the later passes
     }
     // sync: in group order, whichever finished first, so that the step's sums do not depend on
@@ -422,24 +440,32 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
     // the later passes in the order the first streamed them, whose micro-batches' prefixes the
     // learner keeps (LearnerOptions::prefix_cache_bytes)
     if (!async) std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
-    // --rl.epochs: passes over the step's groups (async streamed the first), an optimizer step
-    // each; the step's figures are the last pass's (its loss, KL and clip fraction), its passes
-    // all of them. --rl.target_kl: a later pass that finds the weights already that far from the
-    // sampling policy is dropped without a step, and the step ends there (PPO's early stop)
-    for (int64_t e = 0, passes = 0; e < c.epochs; ++e) {
-      if (e > 0 || !async)
-        for (const auto& g : batch) timed([&] { learner.accumulate(g); });
-      bool drop = false;
-      if (e > 0 && c.target_kl > 0) timed([&] { drop = learner.pass_kl() > c.target_kl; });
-      if (drop) {
-        timed([&] { learner.discard(); });
-        break;
+    // --rl.epochs: passes over the step's groups (async streamed the first), --rl.minibatches
+    // optimizer steps each; the step's figures are the last pass's (its loss, KL and clip
+    // fraction), its micro-batches all of them. --rl.target_kl: in a later pass, a mini-batch
+    // that finds the weights already that far from the sampling policy is dropped without an
+    // optimizer step, and the step's passes end there (PPO's early stop)
+    std::vector<StepStats> stepped;  // the last pass that stepped
+    bool stopped = false;
+    for (int64_t e = 0; e < c.epochs && !stopped; ++e) {
+      if (e > 0 || !async) {
+        pass.clear();
+        for (int64_t k = 0; k < parts && !stopped; ++k) {
+          for (int64_t i = part(k); i < part(k + 1); ++i) timed([&] { learner.accumulate(batch[size_t(i)]); });
+          if (e > 0 && c.target_kl > 0) timed([&] { stopped = learner.pass_kl() > c.target_kl; });
+          if (stopped) {
+            timed([&] { learner.discard(); });
+            break;
+          }
+          learn();
+        }
       }
-      timed([&] { it.learner = learner.step(policy_lr_scale(step, c.critic_warmup, c.lr_warmup)); });
-      it.learner.micro_batches += passes;
-      passes = it.learner.micro_batches;
+      if (pass.empty()) break;
+      stepped = pass;
       ++it.epochs;
     }
+    it.learner = combine(stepped);
+    it.learner.micro_batches = micro_batches;
     learner.forget_prefixes();
     rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr, p.noise_head ? p.noise_head.get() : nullptr);
     it.step = step + 1;
