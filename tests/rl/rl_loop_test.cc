@@ -322,20 +322,26 @@ RlConfig one_step_run(const std::string& out) {
   return c;
 }
 
+// One step of one_step_run (in dir/one), and the same step with `change` made (in dir/two).
+std::pair<RlResult, RlResult> one_step_and_changed(const std::string& dir, const std::function<void(RlConfig&)>& change) {
+  auto c = one_step_run(dir + "/one");
+  auto one = run_rl(c);
+  c.output_dir = dir + "/two";
+  change(c);
+  auto two = run_rl(c);
+  EXPECT_EQ(one.iterations.size(), 1u);
+  EXPECT_EQ(two.iterations.size(), 1u);
+  EXPECT_GT(one.iterations.at(0).learner.micro_batches, 0) << "the step had no group to learn from";
+  return {std::move(one), std::move(two)};
+}
+
 // --rl.epochs 2: the same step's groups learned from twice, an optimizer step each; the second
 // pass starts from the first's weights, so its KL to the start policy is no longer 0.
 TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_epochs");
-  auto c = one_step_run(dir.path() + "/one");
-  const auto one = run_rl(c);
-  c.output_dir = dir.path() + "/two";
-  c.epochs = 2;
-  const auto two = run_rl(c);
-  ASSERT_EQ(one.iterations.size(), 1u);
-  ASSERT_EQ(two.iterations.size(), 1u);
-  const auto &a = one.iterations[0].learner, &b = two.iterations[0].learner;
-  ASSERT_GT(a.micro_batches, 0) << "the step had no group to learn from";
+  const auto [one, two] = one_step_and_changed(dir.path(), [](RlConfig& x) { x.epochs = 2; });
+  const auto &a = one.iterations.at(0).learner, &b = two.iterations.at(0).learner;
   EXPECT_EQ(b.micro_batches, 2 * a.micro_batches);
   EXPECT_EQ(b.success, a.success);  // the same episodes
   EXPECT_EQ(b.chunks, a.chunks);
@@ -343,8 +349,9 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
   EXPECT_GT(b.kl, 0.0);
   EXPECT_NE(b.loss, a.loss);
   // the prefix frozen: the prefixes the first pass kept for the second change nothing
+  auto c = one_step_run(dir.path() + "/kept");
+  c.epochs = 2;
   c.train = "expert";
-  c.output_dir = dir.path() + "/kept";
   const auto kept = run_rl(c);
   c.prefix_cache_gb = 0;
   c.output_dir = dir.path() + "/encoded";
@@ -362,23 +369,16 @@ TEST(RlLoop, EpochsPassOverTheStepsGroupsAgain) {
 TEST(RlLoop, MinibatchesStepOncePerPartOfTheGroups) {
   if (!have_renderer()) GTEST_SKIP() << "no offscreen renderer (OSMesa/EGL) on this machine";
   test::TempDir dir("rl_minibatches");
-  auto c = one_step_run(dir.path() + "/one");
-  const auto one = run_rl(c);
-  c.output_dir = dir.path() + "/two";
-  c.minibatches = 2;
-  const auto two = run_rl(c);
-  ASSERT_EQ(one.iterations.size(), 1u);
-  ASSERT_EQ(two.iterations.size(), 1u);
-  const auto &a = one.iterations[0].learner, &b = two.iterations[0].learner;
-  ASSERT_GT(a.micro_batches, 0) << "the step had no group to learn from";
+  const auto [one, two] = one_step_and_changed(dir.path(), [](RlConfig& x) { x.minibatches = 2; });
+  const auto &a = one.iterations.at(0).learner, &b = two.iterations.at(0).learner;
   EXPECT_EQ(b.success, a.success);  // the same episodes, all of them in the figures
   EXPECT_EQ(b.chunks, a.chunks);
   EXPECT_EQ(b.groups, a.groups);
   EXPECT_EQ(a.kl, 0.0);  // one step from the start policy's own chunks
   EXPECT_GT(b.kl, 0.0);  // the second part learned after the first's step
   EXPECT_GT(largest_difference(one.last_checkpoint, two.last_checkpoint), 0.0);
+  auto c = one_step_run(dir.path() + "/three");
   c.minibatches = 3;  // more parts than the step's two groups
-  c.output_dir = dir.path() + "/three";
   EXPECT_NE(test::error_of([&] { run_rl(c); }, ErrorKind::kInvalidArgument).find("--rl.minibatches"), std::string::npos);
 }
 
