@@ -448,6 +448,12 @@ struct GrootPolicyImpl::Prefix : PrefixState {
   int64_t bytes() const override { return int64_t(ctx.nbytes() + states.nbytes()); }
 };
 
+const GrootPolicyImpl::Prefix& GrootPolicyImpl::as_prefix(const PrefixState& prefix) {
+  const auto* p = dynamic_cast<const Prefix*>(&prefix);
+  if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  return *p;
+}
+
 std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyInputs& in) {
   auto p = std::make_shared<Prefix>();
   p->layout = make_groot_layout(in, shape);
@@ -458,9 +464,7 @@ std::shared_ptr<const PrefixState> GrootPolicyImpl::encode_prefix(const PolicyIn
 }
 
 std::shared_ptr<const PrefixState> GrootPolicyImpl::refresh_prefix(const PolicyInputs& in, std::shared_ptr<const PrefixState> frozen) {
-  const auto* f = dynamic_cast<const Prefix*>(frozen.get());
-  if (!f) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
-  auto p = std::make_shared<Prefix>(*f);
+  auto p = std::make_shared<Prefix>(as_prefix(*frozen));
   p->states = state_tokens(in, p->groups);
   return p;
 }
@@ -477,8 +481,7 @@ at::Tensor GrootPolicyImpl::prefix_velocity_hidden(const PolicyInputs& in, const
 
 at::Tensor GrootPolicyImpl::velocity_over_prefix(const PolicyInputs& in, const PrefixState& prefix, const at::Tensor& x_t,
                                                  const at::Tensor& t, at::Tensor* hidden) {
-  const auto* p = dynamic_cast<const Prefix*>(&prefix);
-  if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  const auto* p = &as_prefix(prefix);
   const int64_t n = in.samples, amax = shape.base.max_action_dim;
   const int64_t copies = x_t.size(0) / std::max<int64_t>(n, 1);
   if (copies * n != x_t.size(0)) throw Error(ErrorKind::kInternal, "groot prefix_velocity: rows not a multiple of the samples");
@@ -498,8 +501,7 @@ at::Tensor GrootPolicyImpl::velocity_over_prefix(const PolicyInputs& in, const P
 }
 
 at::Tensor GrootPolicyImpl::prefix_features(const PolicyInputs& in, const PrefixState& prefix) {
-  const auto* p = dynamic_cast<const Prefix*>(&prefix);
-  if (!p) throw Error(ErrorKind::kInternal, "groot: a prefix state of another policy type");
+  const auto* p = &as_prefix(prefix);
   if (!p->layout.varlen) throw Error(ErrorKind::kInternal, "groot prefix_features: needs the varlen layout");
   at::NoGradGuard no_grad;
   return segment_means(p->ctx.to(at::kFloat), in.plan.cu_prefix, in.samples);

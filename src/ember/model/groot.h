@@ -181,6 +181,8 @@ class GrootPolicyImpl : public PolicyModuleImpl {
  private:
   struct Groups;
   struct Prefix;
+  // the groot prefix behind a hook's PrefixState (kInternal for another type's)
+  static const Prefix& as_prefix(const PrefixState& prefix);
   Groups make_groups(const PolicyInputs& in) const;
   at::Tensor state_tokens(const PolicyInputs& in, const Groups& groups);  // [n, 1, I]
   // the velocity at x_t [n, H, max_action_dim], buckets [n]: one [m_g, H, a_g] per embodiment group

@@ -53,7 +53,8 @@ struct LearnerOptions {
   double eps = 1e-8;
   double entropy_bonus = 0;  // flow_noise: the entropy's weight in the loss (πRL: 0.005)
   // train_prefix false: each micro-batch's prefix is encoded once, without gradients, for the
-  // policy and the reference (model::PolicyModuleImpl::refresh_prefix); false: each encodes its own
+  // policy and the reference (model::PolicyModuleImpl::refresh_prefix); reuse_prefix false (the
+  // tests' comparison): each call encodes its own
   bool reuse_prefix = true;
   // and kept for the later passes over the same chunks (several epochs; rl_loop passes them in
   // the same order), up to this many bytes of prefix states (0: none kept)
