@@ -23,6 +23,7 @@
 #include "ember/rl/grpo.h"
 #include "ember/rl/policy_setup.h"
 #include "ember/rl/rl_resume.h"
+#include "ember/rl/step_passes.h"
 #include "ember/sim/gl_context.h"
 #include "ember/train/checkpoint_dir.h"
 #include "ember/train/checkpointer.h"
@@ -392,29 +393,14 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
   int64_t dropped_total = 0, env_steps_total = p.from.env_steps, learner_ns = 0;
   // sync: only this step's groups may start; async: the next step's too
   auto release = [&](int64_t step) { rollout.feed.allow((step - p.from.step + 1 + (async ? 1 : 0)) * gps + dropped_total); };
-  auto timed = [&](auto&& fn) {
-    const auto t = Clock::now();
-    fn();
-    learner_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
-  };
   RlResult result;
   Counters before = rollout.counters(learner_ns);
-  // --rl.minibatches: mini-batch k of a pass is the groups [part(k), part(k + 1)) in the order learned
-  const int64_t parts = c.minibatches;
-  auto part = [&](int64_t k) { return k * gps / parts; };
+  const PassOptions pass_options{gps, c.minibatches, c.epochs, c.target_kl};
   for (int64_t step = p.from.step; step < c.iterations; ++step) {
     IterationStats it;
-    const double lr_scale = policy_lr_scale(step, c.critic_warmup, c.lr_warmup);
-    // the optimizer steps of the pass under way (its figures are the step's) and of all passes
-    std::vector<StepStats> pass;
-    int64_t micro_batches = 0;
-    auto learn = [&] {
-      timed([&] { pass.push_back(learner.step(lr_scale)); });
-      micro_batches += pass.back().micro_batches;
-    };
+    StepPasses passes(learner, pass_options, policy_lr_scale(step, c.critic_warmup, c.lr_warmup), learner_ns);
     // this rank's share of the step's groups, the too stale dropped (async streams them into
-    // the learner as they come, an optimizer step at the end of each mini-batch; sync learns
-    // from them once complete, below)
+    // the learner as they come; sync learns from them once complete, below)
     release(step);
     std::vector<Group> batch;
     double stale = 0;
@@ -429,10 +415,7 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
       }
       stale += double(step - oldest);
       ++used;
-      if (async) {
-        timed([&] { learner.accumulate(*g); });
-        if (used == part(int64_t(pass.size()) + 1)) learn();
-      }
+      if (async) passes.stream(*g, used);
       if (!async || c.epochs > 1) batch.push_back(std::move(*g));  // async: kept for the later passes
     }
     // sync: in group order, whichever finished first, so that the step's sums do not depend on
@@ -440,32 +423,7 @@ RlResult run_rl(const RlConfig& given, const std::function<void(const IterationS
     // the later passes in the order the first streamed them, whose micro-batches' prefixes the
     // learner keeps (LearnerOptions::prefix_cache_bytes)
     if (!async) std::sort(batch.begin(), batch.end(), [](const Group& a, const Group& b) { return a.id < b.id; });
-    // --rl.epochs: passes over the step's groups (async streamed the first), --rl.minibatches
-    // optimizer steps each; the step's figures are the last pass's (its loss, KL and clip
-    // fraction), its micro-batches all of them. --rl.target_kl: in a later pass, a mini-batch
-    // that finds the weights already that far from the sampling policy is dropped without an
-    // optimizer step, and the step's passes end there (PPO's early stop)
-    std::vector<StepStats> stepped;  // the last pass that stepped
-    bool stopped = false;
-    for (int64_t e = 0; e < c.epochs && !stopped; ++e) {
-      if (e > 0 || !async) {
-        pass.clear();
-        for (int64_t k = 0; k < parts && !stopped; ++k) {
-          for (int64_t i = part(k); i < part(k + 1); ++i) timed([&] { learner.accumulate(batch[size_t(i)]); });
-          if (e > 0 && c.target_kl > 0) timed([&] { stopped = learner.pass_kl() > c.target_kl; });
-          if (stopped) {
-            timed([&] { learner.discard(); });
-            break;
-          }
-          learn();
-        }
-      }
-      if (pass.empty()) break;
-      stepped = pass;
-      ++it.epochs;
-    }
-    it.learner = combine(stepped);
-    it.learner.micro_batches = micro_batches;
+    it.learner = passes.finish(batch, async, it.epochs);  // step_passes.h
     learner.forget_prefixes();
     rollout.server.swap_weights(*learner.policy(), step + 1, p.value ? p.value.get() : nullptr, p.noise_head ? p.noise_head.get() : nullptr);
     it.step = step + 1;
