@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -242,9 +243,13 @@ TEST(RlLoop, EvaluatesTheLearnerInClosedLoop) {
     EXPECT_EQ(lines[i].at("step"), steps[i]);
     EXPECT_EQ(lines[i].at("trials_per_task"), 2);
     ASSERT_EQ(lines[i].at("tasks").size(), suite.tasks.size());
-    double sum = 0;
-    for (const auto& t : suite.tasks) sum += lines[i].at("tasks").at(t.name).get<double>();
+    double sum = 0, var = 0;
+    for (const auto& t : suite.tasks) {
+      const double p = lines[i].at("tasks").at(t.name).get<double>();
+      sum += p, var += p * (1 - p) / 2;
+    }
     EXPECT_NEAR(lines[i].at("average_success").get<double>(), sum / double(suite.tasks.size()), 1e-12);
+    EXPECT_NEAR(lines[i].at("average_success_stderr").get<double>(), std::sqrt(var) / double(suite.tasks.size()), 1e-12);
   }
   EXPECT_EQ(lines[0].at("env_steps"), 0);
   EXPECT_EQ(lines[2].at("env_steps").get<int64_t>(), r.iterations.back().env_steps + r.iterations[0].env_steps + r.iterations[1].env_steps);

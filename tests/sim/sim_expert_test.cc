@@ -79,6 +79,29 @@ TEST(SimExpert, EvaluationIsDeterministicAcrossEnvCounts) {
   }
 }
 
+// The average's standard error: the tasks' binomial variances, p (1 - p) / n, summed, square
+// rooted, over the task count; a task at 0 or 100 % adds nothing. evaluate() fills it and the
+// table prints it.
+TEST(SimEvaluate, TheAverageCarriesItsStandardError) {
+  auto task = [](int successes, int trials) {
+    TaskResult t;
+    t.name = "t", t.family = "f", t.successes = successes, t.trials = trials;
+    return t;
+  };
+  EXPECT_NEAR(eval::average_success_stderr({task(44, 50), task(23, 50)}), std::sqrt(0.88 * 0.12 / 50 + 0.46 * 0.54 / 50) / 2, 1e-12);
+  EXPECT_NEAR(eval::average_success_stderr({task(50, 50), task(10, 20)}), std::sqrt(0.25 / 20) / 2, 1e-12);
+  EXPECT_EQ(eval::average_success_stderr({task(50, 50), task(0, 50)}), 0.0);
+  EXPECT_EQ(eval::average_success_stderr({}), 0.0);
+
+  ExpertPolicy expert;
+  EvalOptions o = options(4, 2);
+  o.tasks = {"push_red_to_pad", "stack_red_on_blue"};
+  EvalResult r = evaluate(o, expert);
+  EXPECT_DOUBLE_EQ(r.average_stderr, eval::average_success_stderr(r.tasks));
+  r.average_success = 0.74, r.average_stderr = 0.0193;
+  EXPECT_NE(format_table(r).find("74.0%   +- 1.9 (standard error)"), std::string::npos) << format_table(r);
+}
+
 // A policy returning chunks: executed open loop for replan_steps, then asked again.
 class CountingPolicy : public Policy {
  public:

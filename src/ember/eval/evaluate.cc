@@ -1,6 +1,7 @@
 #include "ember/eval/evaluate.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -97,9 +98,21 @@ std::string format_table(const EvalResult& r) {
                   t.successes, t.trials, 100.0 * t.successes / std::max(1, t.trials), t.mean_steps_success);
     out += line;
   }
-  std::snprintf(line, sizeof(line), "%-26s %-11s %9s %7.1f%%\n", "average", "", "", 100.0 * r.average_success);
+  std::snprintf(line, sizeof(line), "%-26s %-11s %9s %7.1f%%   +- %.1f (standard error)\n", "average", "", "", 100.0 * r.average_success,
+                100.0 * r.average_stderr);
   out += line;
   return out;
+}
+
+double average_success_stderr(const std::vector<TaskResult>& tasks) {
+  if (tasks.empty()) return 0;
+  double var = 0;
+  for (const TaskResult& t : tasks) {
+    if (t.trials < 1) continue;
+    const double p = double(t.successes) / t.trials;
+    var += p * (1 - p) / t.trials;
+  }
+  return std::sqrt(var) / double(tasks.size());
 }
 
 EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
@@ -205,6 +218,7 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
     sum += double(tr.successes) / tr.trials;
   }
   result.average_success = result.tasks.empty() ? 0 : sum / result.tasks.size();
+  result.average_stderr = average_success_stderr(result.tasks);
   if (opt.print_table) std::printf("%s", format_table(result).c_str());
 
   if (write) {
@@ -219,6 +233,7 @@ EvalResult evaluate(const EvalOptions& opt, Policy& policy) {
     j["image_size"] = opt.image_size;
     j["renderer"] = renderer_name(vc.renderer);
     j["average_success"] = result.average_success;
+    j["average_success_stderr"] = result.average_stderr;
     j["env_steps"] = result.env_steps;
     j["seconds"] = result.seconds;
     j["policy_calls"] = result.policy_calls;

@@ -51,6 +51,7 @@ struct EvalResult {
   std::string suite, policy;
   std::vector<TaskResult> tasks;
   double average_success = 0;      // mean over tasks of the success rates
+  double average_stderr = 0;       // its standard error (average_success_stderr)
   int64_t env_steps = 0;
   double seconds = 0;
   int64_t policy_calls = 0;
@@ -64,6 +65,12 @@ EvalResult evaluate(const EvalOptions& options, Policy& policy);
 
 // The table evaluate() prints.
 std::string format_table(const EvalResult& result);
+
+// The standard error of the mean over tasks of their success rates, each task's trials
+// independent Bernoulli draws: sqrt(sum_i p_i (1 - p_i) / n_i) / tasks with p_i the task's rate
+// (the plug-in estimate: a task at 0 or 100 % adds nothing). About 1.9 points for ember10 near
+// 75 % at 50 trials a task: two evaluations that differ by less are within noise.
+double average_success_stderr(const std::vector<TaskResult>& tasks);
 
 
 }  // namespace ember::eval

@@ -105,7 +105,7 @@ struct LearnerEvaluation {
     at::manual_seed(uint64_t(c.seed));  // CheckpointSimPolicy's seeding
     const auto r = eval::evaluate(eo, sim_policy);
     policy.train(training);
-    nlohmann::ordered_json j{{"step", step}, {"env_steps", env_steps}, {"average_success", r.average_success}};
+    nlohmann::ordered_json j{{"step", step}, {"env_steps", env_steps}, {"average_success", r.average_success}, {"average_success_stderr", r.average_stderr}};
     nlohmann::ordered_json tasks;
     for (const auto& t : r.tasks) tasks[t.name] = double(t.successes) / t.trials;  // trials >= 1 (validate)
     j["tasks"] = tasks;
@@ -113,8 +113,8 @@ struct LearnerEvaluation {
     j["seconds"] = r.seconds;
     log.append(j.dump());
     char line[256];
-    std::snprintf(line, sizeof line, "ember rl: evaluation at step %lld (%lld env steps): %.1f %% average success, %zu tasks x %lld trials, %.1f s",
-                  (long long)step, (long long)env_steps, 100.0 * r.average_success, r.tasks.size(), (long long)c.eval.trials, r.seconds);
+    std::snprintf(line, sizeof line, "ember rl: evaluation at step %lld (%lld env steps): %.1f %% average success (+- %.1f), %zu tasks x %lld trials, %.1f s",
+                  (long long)step, (long long)env_steps, 100.0 * r.average_success, 100.0 * r.average_stderr, r.tasks.size(), (long long)c.eval.trials, r.seconds);
     shown.print(line);
   }
 };
